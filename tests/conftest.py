@@ -1,0 +1,1 @@
+"""Shared fixtures. GPU tests are marked `gpu` and skipped by default (see pyproject's addopts)."""
