@@ -1,0 +1,100 @@
+"""The judge's output: a `Verdict` record with a closed status set, JSON round-trip, and the environment fingerprint."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+# The closed set of outcomes. `ok` is the only status with correct=True.
+STATUSES = (
+    "ok",  # built, ran, passed every correctness check and guard
+    "format_error",  # the completion holds no usable code (no ModelNew, syntax error)
+    "compile_error",  # build or import of the candidate failed
+    "runtime_error",  # the candidate raised while constructing ModelNew or in forward
+    "incorrect",  # ran, but an output differs from the reference (value, shape, dtype or type)
+    "timeout",  # a stage outran its wall-clock budget and the worker was killed
+    "crashed",  # the worker died (signal, segfault, os._exit) or exited without an authenticated result
+    "rejected",  # a reward-hacking guard fired; `guard` names it
+    "infra_error",  # not the candidate's fault (lost worker, full disk, no GPU): leave out of any reward
+)
+
+# Statuses a trainer must not score: the failure says nothing about the candidate.
+UNSCORED = frozenset({"infra_error"})
+
+
+@dataclass
+class Timing:
+    """Runtime statistics of one timed module, in milliseconds over `n` timed calls."""
+
+    median_ms: float
+    iqr_ms: float  # inter-quartile range: the spread we report next to the median
+    min_ms: float
+    n: int
+
+
+@dataclass
+class Verdict:
+    """What the judge decided about one candidate. Failures of untrusted code are values, never exceptions."""
+
+    status: str
+    correct: bool = False
+    backend: str = ""
+    device: str = ""
+    timed: bool = False  # False on CPU (Triton interpreter): correctness only, no runtimes
+    runtime: Timing | None = None  # the candidate
+    ref_runtime: Timing | None = None  # the reference Model, eager
+    compile_runtime: Timing | None = None  # torch.compile(Model)
+    speedup_eager: float | None = None  # ref_runtime.median / runtime.median
+    speedup_compile: float | None = None  # compile_runtime.median / runtime.median
+    guard: str | None = None  # the check or guard that decided a non-ok status
+    feedback: str = ""  # short text fit to show a model: compiler lines, the mismatch, the exception
+    trials: int = 0  # correctness trials that ran
+    max_abs_err: float | None = None
+    env: dict[str, Any] = field(default_factory=dict)  # environment fingerprint, see `fingerprint`
+    stage_s: dict[str, float] = field(default_factory=dict)  # wall time per stage (build, check, time)
+    task: str = ""
+    candidate_hash: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"Verdict.status must be one of {STATUSES}, got {self.status!r}")
+        if self.correct != (self.status == "ok"):
+            raise ValueError(f"Verdict.correct={self.correct} contradicts status={self.status!r}")
+
+    @property
+    def scored(self) -> bool:
+        """Whether a trainer may use this verdict in a reward (infra failures are left out, not scored 0)."""
+        return self.status not in UNSCORED
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Verdict":
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        for key in ("runtime", "ref_runtime", "compile_runtime"):
+            if isinstance(kw.get(key), dict):
+                kw[key] = Timing(**kw[key])
+        return cls(**kw)
+
+    @classmethod
+    def from_json(cls, s: str) -> "Verdict":
+        return cls.from_dict(json.loads(s))
+
+    @classmethod
+    def fail(cls, status: str, feedback: str, guard: str | None = None, **kw: Any) -> "Verdict":
+        return cls(status=status, correct=False, feedback=_clip(feedback), guard=guard, **kw)
+
+
+def _clip(text: str, max_lines: int = 25, max_chars: int = 2000) -> str:
+    """Keep feedback short enough to put in a prompt: the first lines carry the useful compiler/exception text."""
+    lines = text.strip().splitlines()
+    out = "\n".join(lines[:max_lines])
+    if len(lines) > max_lines:
+        out += f"\n... ({len(lines) - max_lines} more lines)"
+    return out[:max_chars]
