@@ -18,6 +18,6 @@ class Task:
     path: str | None = None
 
     @classmethod
-    def from_file(cls, path: str | Path, **kw) -> "Task":
+    def from_file(cls, path: str | Path, **kw) -> Task:
         p = Path(path)
         return cls(name=p.stem, source=p.read_text(), path=str(p), **kw)
