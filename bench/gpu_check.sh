@@ -16,7 +16,7 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
   case $s in
     gpu_tests) step gpu_tests python3 -m pytest -m gpu -p no:cacheprovider -q -rA tests/gpu ${KZ_PYTEST_ARGS:-} ;;
     timing) step timing python3 bench/timing_fidelity.py --task tests/fixtures/gpu/relu_big_task.py \
-              --solution tests/fixtures/gpu/relu_cuda_ok.py --backend cuda --repeats 5 \
+              --solution tests/fixtures/gpu/relu_triton_ok.py --backend triton --repeats 5 \
               --kernelbench .kb --out "$OUT/timing.json" ;;
   esac
 done
