@@ -74,7 +74,7 @@ class Verdict:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Verdict":
+    def from_dict(cls, d: dict[str, Any]) -> Verdict:
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in d.items() if k in known}
         for key in ("runtime", "ref_runtime", "compile_runtime"):
@@ -83,11 +83,11 @@ class Verdict:
         return cls(**kw)
 
     @classmethod
-    def from_json(cls, s: str) -> "Verdict":
+    def from_json(cls, s: str) -> Verdict:
         return cls.from_dict(json.loads(s))
 
     @classmethod
-    def fail(cls, status: str, feedback: str, guard: str | None = None, **kw: Any) -> "Verdict":
+    def fail(cls, status: str, feedback: str, guard: str | None = None, **kw: Any) -> Verdict:
         return cls(status=status, correct=False, feedback=_clip(feedback), guard=guard, **kw)
 
 

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Everything the GPU machine checks in one command: GPU test suite, then benchmarks. Logs go to $OUT.
+# Carry .whl (wheels the image lacks) and .kb (a KernelBench checkout's src, never committed).
+set -uo pipefail
+OUT="${OUT:-/tmp/kz-out}"; mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+fi
+export PYTHONPATH="$PWD/src:${PYTHONPATH:-}" PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+step() { local name=$1; shift; local t0=$SECONDS; "$@" > "$OUT/$name.log" 2>&1; local rc=$?;
+         echo "== $name rc=$rc $((SECONDS - t0))s"; tail -n "${TAILN:-15}" "$OUT/$name.log"; }
+for s in ${KZ_STEPS:-gpu_tests timing}; do
+  case $s in
+    gpu_tests) step gpu_tests python3 -m pytest -m gpu -p no:cacheprovider -q -rA tests/gpu ${KZ_PYTEST_ARGS:-} ;;
+    timing) step timing python3 bench/timing_fidelity.py --task tests/fixtures/gpu/relu_big_task.py \
+              --solution tests/fixtures/gpu/relu_triton_ok.py --backend triton --repeats 5 \
+              --kernelbench .kb --out "$OUT/timing.json" ;;
+  esac
+done

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Install KernelZero and what its CPU default needs into the current Python (3.11+).
+# torch first, pinned: a bare `torch` requirement with no torch present would pull a multi-GB CUDA build.
+# On a GPU machine that already has torch, set KZ_KEEP_TORCH=1 to leave it alone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-triton,train,dev}"
+pip_q() { python -m pip install -q --disable-pip-version-check "$@"; }
+if [ "${KZ_KEEP_TORCH:-0}" != "1" ]; then
+  pip_q "torch==2.13.0"
+fi
+pip_q -e ".[${extras}]"

@@ -1,0 +1,61 @@
+"""Output comparison, done in the judge's process (never where candidate code runs): type, shape, dtype, values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class CheckResult:
+    ok: bool
+    guard: str | None = None  # which check failed: structure, tensor_subclass, shape, dtype, value
+    feedback: str = ""
+    max_abs_err: float = 0.0
+
+
+def compare(ref: list[torch.Tensor], out: list, atol: dict[str, float], rtol: dict[str, float]) -> CheckResult:
+    """Compare one trial's outputs. NaN must match NaN and inf must match inf, position by position."""
+    if len(ref) != len(out):
+        return CheckResult(False, "structure", f"expected {len(ref)} output tensor(s), got {len(out)}")
+    worst = 0.0
+    for i, (r, o) in enumerate(zip(ref, out)):
+        name = f"output {i}" if len(ref) > 1 else "output"
+        if type(o) is not torch.Tensor:
+            return CheckResult(False, "tensor_subclass", f"{name} is {type(o).__name__}, not a plain torch.Tensor")
+        if o.shape != r.shape:
+            return CheckResult(False, "shape", f"{name} shape {tuple(o.shape)} != expected {tuple(r.shape)}")
+        if o.dtype != r.dtype:
+            return CheckResult(False, "dtype", f"{name} dtype {o.dtype} != expected {r.dtype}")
+        key = str(r.dtype).removeprefix("torch.")
+        a, rt = atol.get(key, 0.0), rtol.get(key, 0.0)
+        if not (r.is_floating_point() or r.is_complex()):
+            if not torch.equal(o, r):
+                n_bad = int((o != r).sum())
+                return CheckResult(False, "value", f"{name}: {n_bad} of {r.numel()} elements differ (exact dtype)")
+            continue
+        r64, o64 = r.double(), o.double()
+        nan_r, nan_o = torch.isnan(r64), torch.isnan(o64)
+        if not torch.equal(nan_r, nan_o):
+            return CheckResult(False, "value", f"{name}: NaN at {int((nan_r ^ nan_o).sum())} positions that differ")
+        finite = torch.isfinite(r64)
+        inf_mismatch = (~finite & ~nan_r) & (o64 != r64)
+        if bool(inf_mismatch.any()):
+            return CheckResult(False, "value", f"{name}: infinities differ at {int(inf_mismatch.sum())} positions")
+        diff = (o64 - r64).abs().masked_fill(~finite, 0.0)
+        bound = a + rt * r64.abs().masked_fill(~finite, 0.0)
+        bad = diff > bound
+        err = float(diff.max()) if diff.numel() else 0.0
+        worst = max(worst, err)
+        if bool(bad.any()):
+            idx = int(bad.reshape(-1).nonzero()[0])
+            return CheckResult(
+                False,
+                "value",
+                f"{name}: {int(bad.sum())} of {r.numel()} elements outside atol={a}, rtol={rt}; max abs error "
+                f"{err:.3g}; first at flat index {idx}: got {float(o64.reshape(-1)[idx]):.6g}, "
+                f"expected {float(r64.reshape(-1)[idx]):.6g}",
+                err,
+            )
+    return CheckResult(True, max_abs_err=worst)

@@ -1,0 +1,273 @@
+"""The judge's decision: run the reference and the candidate in separate sandboxes, compare here, emit a Verdict.
+
+Order of events for one candidate (each arrow a message on the signed channel, each stage under its own timeout):
+  static checks (here, on the source)          -> format_error / rejected
+  candidate worker: import (build)  -> built   -> compile_error / timeout / crashed
+  parent draws fresh seeds, sends them          (the candidate could not have seen its inputs at import time)
+  candidate worker: trials          -> outputs -> runtime_error / rejected (worker-side guards)
+  parent compares with the reference outputs   -> incorrect
+  GPU only: parent takes the device's timing lock, then -> timing (reference timed the same way, in its own worker)
+The reference runs in a worker that never imports candidate code; its outputs are computed once per task and seed
+set and kept in this process. A failure of the reference is the task's fault, never the candidate's: infra_error.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelzero.judge.check import compare
+from kernelzero.judge.env import fingerprint
+from kernelzero.judge.options import BACKENDS, JudgeOptions
+from kernelzero.judge.sandbox import ChannelError, Sandbox, isolation_mode
+from kernelzero.judge.verdict import Timing, Verdict
+from kernelzero.tasks import Task
+
+# Static checks on candidate source (issue 4 adds the anti-hacking ones): (tree, source, backend) -> (guard, msg).
+StaticCheck = Callable[[ast.Module, str, str], "tuple[str, str] | None"]
+STATIC_CHECKS: list[StaticCheck] = []
+
+
+def source_hash(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def _seeds(n: int) -> list[int]:
+    rng = random.SystemRandom()  # os.urandom: nothing in a candidate's process can predict these
+    return [rng.randrange(1, 2**31 - 1) for _ in range(n)]
+
+
+def _timing(stats: dict | None) -> Timing | None:
+    return Timing(**stats["events"]) if stats else None
+
+
+class StageFailure(Exception):
+    """Internal: a candidate stage ended in a non-ok verdict."""
+
+    def __init__(self, verdict: Verdict):
+        self.verdict = verdict
+
+
+@dataclass
+class Reference:
+    """Reference outputs for one task and one seed set, plus its runtimes. Lives in the judge's process."""
+
+    init_seed: int
+    seeds: list[int]
+    timing_seeds: list[int]
+    outputs: list[list[torch.Tensor]] = field(default_factory=list)
+    structures: list[str] = field(default_factory=list)
+    checksums: list[list[str]] = field(default_factory=list)
+    eager: dict | None = None
+    compiled: dict | None = None
+    error: str | None = None  # the task itself failed: candidates on it get infra_error
+
+
+class Judge:
+    """Judges candidates against tasks. Thread-safe: a pool calls `judge` from many threads."""
+
+    def __init__(self, options: JudgeOptions | None = None):
+        self.options = options or JudgeOptions()
+        self.device = self.options.resolved_device()
+        self.isolation = isolation_mode()
+        self.env = fingerprint(self.device, self.options.allow_tf32, self.isolation)
+        self._refs: dict[str, Reference] = {}
+        self._ref_locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+        self.timing_lock = threading.Lock()  # one timed module at a time on the GPU
+
+    @property
+    def timed(self) -> bool:
+        return self.device == "cuda" and self.options.timing
+
+    # ------------------------------------------------------------------ public
+    def judge(self, task: Task, source: str, backend: str) -> Verdict:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        base = {"backend": backend, "device": self.device, "env": self.env, "task": task.name,
+                "candidate_hash": source_hash(source, backend)}  # fmt: skip
+        static = self._static(source, backend)
+        if static is not None:
+            return Verdict.fail(static[0], static[2], guard=static[1], **base)
+        if backend == "cuda" and self.device != "cuda":
+            return Verdict.fail("infra_error", "CUDA candidates need a GPU; this judge runs on CPU", **base)
+        ref = self.reference(task)
+        if ref.error is not None:
+            return Verdict.fail("infra_error", f"the reference Model failed: {ref.error}", guard="reference", **base)
+        try:
+            return self._candidate(task, source, ref, base)
+        except StageFailure as failure:
+            return failure.verdict
+
+    def reference(self, task: Task) -> Reference:
+        """Reference outputs (and runtimes on GPU) for `task`, computed once in a candidate-free worker."""
+        key = source_hash(task.source, self.device)
+        with self._lock:
+            lock = self._ref_locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._refs:
+                self._refs[key] = self._run_reference(task)
+            return self._refs[key]
+
+    # ------------------------------------------------------------------ stages
+    def _static(self, source: str, backend: str) -> tuple[str, str, str] | None:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError as exc:
+            return "format_error", "syntax", f"SyntaxError: {exc.msg} (line {exc.lineno})"
+        names = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+        if "ModelNew" not in names:
+            return "format_error", "no_modelnew", "the solution defines no `class ModelNew`"
+        for check in STATIC_CHECKS:
+            hit = check(tree, source, backend)
+            if hit is not None:
+                return "rejected", hit[0], hit[1]
+        return None
+
+    def _sandbox(self, job: dict[str, Any]) -> Sandbox:
+        job = {**job, "device": self.device, "allow_tf32": self.options.allow_tf32}
+        return Sandbox(job=job, device=self.device, memory_limit_gb=self.options.memory_limit_gb)
+
+    def _run_reference(self, task: Task) -> Reference:
+        o = self.options
+        ref = Reference(init_seed=_seeds(1)[0], seeds=_seeds(o.trials), timing_seeds=_seeds(o.timing_sets))
+        job = {"kind": "reference", "init_seed": ref.init_seed, "seeds": ref.seeds}
+        if self.timed:
+            job.update(timing=o.timing_config(), timing_seeds=ref.timing_seeds, compile_baseline=o.compile_baseline)
+        sb = self._sandbox(job)
+        (sb.scratch / "task.py").write_text(task.source)
+        sb.job["task_path"] = str(sb.scratch / "task.py")
+        try:
+            sb.start()
+            deadline = time.monotonic() + o.build_timeout_s + o.run_timeout_s
+            while True:
+                msg = sb.recv(deadline)
+                if msg is None:
+                    exit_ = sb.finish()
+                    ref.error = f"reference worker exited (code {exit_.returncode}): {exit_.log_tail[-800:]}"
+                    break
+                if msg["event"] == "outputs":
+                    data = torch.load(sb.scratch / msg["file"], weights_only=True, map_location="cpu")
+                    ref.outputs, ref.structures, ref.checksums = data["outputs"], msg["structures"], msg["checksums"]
+                    if self.timed:
+                        with self.timing_lock:
+                            sb.send({"cmd": "time"})
+                            msg = sb.recv(time.monotonic() + 4 * o.run_timeout_s)  # eager + compile
+                        if msg is None or msg.get("event") != "timing":
+                            ref.error = f"reference timing failed: {msg or sb.log_tail()[-800:]}"
+                            break
+                        ref.eager, ref.compiled = msg.get("eager"), msg.get("compile")
+                elif msg["event"] == "error":
+                    ref.error = f"{msg['stage']}: {msg['message'][-800:]}"
+                    break
+                elif msg["event"] == "done":
+                    break
+        except (TimeoutError, ChannelError) as exc:
+            ref.error = f"reference worker {type(exc).__name__}: {exc}"
+        finally:
+            sb.finish()
+            sb.cleanup()
+        return ref
+
+    def _candidate(self, task: Task, source: str, ref: Reference, base: dict) -> Verdict:
+        o = self.options
+        stage_s: dict[str, float] = {}
+        job = {"kind": "candidate", "init_seed": ref.init_seed, "backend": base["backend"]}
+        if self.timed:
+            job.update(timing=o.timing_config(), timing_seeds=ref.timing_seeds)
+        sb = self._sandbox(job)
+        (sb.scratch / "task.py").write_text(task.source)
+        (sb.scratch / "candidate.py").write_text(source)
+        sb.job.update(task_path=str(sb.scratch / "task.py"), candidate_path=str(sb.scratch / "candidate.py"))
+
+        def fail(status: str, feedback: str, guard: str | None = None) -> StageFailure:
+            return StageFailure(Verdict.fail(status, feedback, guard=guard, stage_s=stage_s, **base))
+
+        def expect(event: str, timeout_s: float, stage: str) -> dict:
+            t0 = time.monotonic()
+            try:
+                while True:
+                    msg = sb.recv(t0 + timeout_s)
+                    if msg is None:
+                        exit_ = sb.finish()
+                        rc = exit_.returncode or 0
+                        how = f"signal {-rc}" if rc < 0 else f"code {rc}"
+                        raise fail("crashed", f"worker died during {stage} ({how}) without a result\n{exit_.log_tail}")
+                    if msg["event"] == event:
+                        stage_s[stage] = round(time.monotonic() - t0, 3)
+                        return msg
+                    if msg["event"] == "error":
+                        status = "compile_error" if msg["stage"] in ("import", "compile") else "runtime_error"
+                        raise fail(status, f"{msg['stage']} failed: {msg['message']}", msg["stage"])
+                    if msg["event"] == "guard":
+                        raise fail("rejected", msg["message"], msg["guard"])
+            except TimeoutError:
+                sb.finish(timed_out=True)
+                raise fail("timeout", f"{stage} exceeded {timeout_s:.0f} s; the worker was killed", stage) from None
+            except ChannelError as exc:
+                raise fail("rejected", f"the worker's result channel was tampered with: {exc}", "channel") from None
+
+        try:
+            sb.start()
+            expect("started", o.build_timeout_s, "start")
+            expect("built", o.build_timeout_s, "build")
+            sb.send({"cmd": "run", "seeds": ref.seeds})
+            msg = expect("outputs", o.run_timeout_s, "run")
+            if msg["checksums"] != ref.checksums:
+                raise fail("rejected", "the candidate's inputs differ from the reference's (torch patched?)", "inputs")
+            try:
+                data = torch.load(sb.scratch / msg["file"], weights_only=True, map_location="cpu")
+                outputs = data["outputs"]
+            except Exception as exc:  # a tensor subclass or a forged file does not load under weights_only
+                raise fail("rejected", f"outputs did not load as plain tensors: {exc}", "tensor_subclass") from None
+            if msg["structures"] != ref.structures:
+                raise fail("incorrect", f"output structure {msg['structures'][0]} != {ref.structures[0]}", "structure")
+            worst = 0.0
+            for trial, (r, out) in enumerate(zip(ref.outputs, outputs)):
+                res = compare(r, out, o.atol, o.rtol)
+                if not res.ok:
+                    status = "rejected" if res.guard == "tensor_subclass" else "incorrect"
+                    raise fail(status, f"trial {trial + 1}/{len(ref.outputs)}: {res.feedback}", res.guard)
+                worst = max(worst, res.max_abs_err)
+            verdict = Verdict(status="ok", correct=True, trials=len(outputs), max_abs_err=worst, stage_s=stage_s,
+                              **base)  # fmt: skip
+            if self.timed:
+                with self.timing_lock:
+                    sb.send({"cmd": "time"})
+                    msg = expect("timing", o.run_timeout_s, "time")
+                self._attach_timing(verdict, msg["candidate"], ref)
+            expect("done", 30, "finish")
+            return verdict
+        finally:
+            sb.finish()
+            sb.cleanup()
+
+    @staticmethod
+    def _attach_timing(verdict: Verdict, cand: dict, ref: Reference) -> None:
+        verdict.timed = True
+        verdict.runtime = _timing(cand)
+        verdict.ref_runtime = _timing(ref.eager)
+        verdict.compile_runtime = _timing(ref.compiled)
+        if verdict.runtime and verdict.runtime.median_ms > 0:
+            if verdict.ref_runtime:
+                verdict.speedup_eager = verdict.ref_runtime.median_ms / verdict.runtime.median_ms
+            if verdict.compile_runtime:
+                verdict.speedup_compile = verdict.compile_runtime.median_ms / verdict.runtime.median_ms
+
+
+def load_candidate(path: str | os.PathLike) -> str:
+    return Path(path).read_text()

@@ -1,0 +1,61 @@
+"""Judge configuration: one dataclass, validated at construction, recorded in every verdict's fingerprint."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+BACKENDS = ("cuda", "triton")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass
+class JudgeOptions:
+    device: str = "auto"
+    """Where candidates run: `cuda`, `cpu` (Triton interpreter, correctness only) or `auto` (cuda if present)."""
+    trials: int = 5
+    """Correctness trials, each on fresh inputs drawn with a seed the candidate cannot predict."""
+    atol: dict[str, float] = field(default_factory=lambda: {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2})
+    """Absolute tolerance by output dtype (KernelBench's current values); dtypes not listed compare exactly."""
+    rtol: dict[str, float] = field(default_factory=lambda: {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2})
+    """Relative tolerance by output dtype."""
+    allow_tf32: bool = False
+    """Precision policy. TF32 off for reference and candidate unless set; recorded in the verdict."""
+    timing: bool = True
+    """Time candidate and reference (GPU only; CPU verdicts are never timed)."""
+    compile_baseline: bool = True
+    """Also time `torch.compile` of the reference, for `speedup_compile`."""
+    timing_sets: int = 3
+    """Distinct input sets rotated through timed calls."""
+    warmup: int = 5
+    min_calls: int = 20
+    max_calls: int = 200
+    budget_s: float = 2.0
+    """Timed GPU work per module: calls are sized to this within [min_calls, max_calls]."""
+    build_timeout_s: float = 600.0
+    """Wall-clock budget to import the candidate (CUDA builds happen here)."""
+    run_timeout_s: float = 120.0
+    """Wall-clock budget for the correctness trials and, separately, for timing."""
+    memory_limit_gb: float = 16.0
+    """Address-space limit of CPU workers (not applied on GPU: CUDA reserves huge virtual ranges)."""
+
+    def __post_init__(self) -> None:
+        if self.device not in DEVICES:
+            raise ValueError(f"JudgeOptions.device must be one of {DEVICES}, got {self.device!r}")
+        if self.trials < 1:
+            raise ValueError(f"JudgeOptions.trials must be >= 1, got {self.trials}")
+        if self.timing_sets < 1:
+            raise ValueError(f"JudgeOptions.timing_sets must be >= 1, got {self.timing_sets}")
+
+    def resolved_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def timing_config(self) -> dict:
+        return {"warmup": self.warmup, "min_calls": self.min_calls, "max_calls": self.max_calls,
+                "budget_s": self.budget_s}  # fmt: skip
+
+    def to_dict(self) -> dict:
+        return asdict(self)

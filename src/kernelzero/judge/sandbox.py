@@ -1,0 +1,274 @@
+"""The sandbox: runs one untrusted job in a fresh worker process and talks to it over an authenticated private channel.
+
+What is isolated (when `unshare` works, i.e. as root on Linux; `Sandbox.isolation` says which mode ran):
+- processes: the worker is PID 1 of its own PID namespace, so it cannot see or signal the judge, its siblings or
+  any other process (`os.kill(os.getppid(), 9)` and `os.killpg(0, 9)` hit only the worker's own namespace);
+- network: a new network namespace with only a down loopback interface;
+- files: a private mount namespace where every mount is re-mounted read-only except the job's scratch directory,
+  and /dev/shm is a fresh private tmpfs. A candidate cannot leave anything for a later candidate to read;
+- resources: a wall-clock timeout with a hard kill of the whole namespace, RLIMIT_CORE=0, RLIMIT_FSIZE, and on CPU
+  jobs RLIMIT_AS (not on GPU jobs: CUDA reserves huge virtual ranges, so an address-space limit breaks it).
+What is NOT isolated: the GPU itself (a candidate can fill device memory or fault; the worker is discarded after
+one job, so a poisoned CUDA context never serves a second candidate), CPU time of other processes (no cgroup), and
+reads of world-readable files. Without `unshare` (non-root), `isolation == "process"`: a new session and process
+group only, which stops process-group signals but not a targeted kill of the judge.
+
+The channel: results travel on a dedicated pipe (never stdout/stderr, which the candidate controls) as
+length-prefixed JSON, each message signed with HMAC-SHA256 under a per-job key and a sequence number. Printing a
+fake verdict therefore does nothing. The key lives in the worker's memory, so code inside the worker could forge a
+message; the judge never trusts a message for correctness: outputs are compared here, in the parent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_HEADER = struct.Struct(">I")
+_MAC_LEN = 32
+MAX_MESSAGE = 16 * 1024 * 1024  # a message is metadata; tensors travel as files in the scratch dir
+
+# Run inside the new namespaces, before the worker: make everything read-only but the scratch dir.
+_PRELUDE = r"""
+set -e
+mount --make-rprivate /
+mount --bind "$KZ_SCRATCH" "$KZ_SCRATCH"
+for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do
+  case "$mp" in
+    /proc|/proc/*|/dev|/dev/pts|/dev/shm|/sys|/sys/*|"$KZ_SCRATCH") ;;
+    *) mount -o remount,bind,ro "$mp" 2>/dev/null || true ;;
+  esac
+done
+mount -t tmpfs -o size=2g,mode=1777 kz-shm /dev/shm 2>/dev/null || true
+exec "$@"
+"""
+
+
+class ChannelError(Exception):
+    """The worker's channel broke or carried a message that failed authentication."""
+
+
+class Channel:
+    """One direction of signed, sequenced, length-prefixed JSON messages over a file descriptor."""
+
+    def __init__(self, fd: int, key: bytes):
+        self.fd, self.key, self.seq = fd, key, 0
+
+    def _mac(self, payload: bytes) -> bytes:
+        return hmac.new(self.key, struct.pack(">Q", self.seq) + payload, hashlib.sha256).digest()
+
+    def send(self, msg: dict[str, Any]) -> None:
+        payload = json.dumps(msg).encode()
+        data = _HEADER.pack(len(payload)) + payload + self._mac(payload)
+        view = memoryview(data)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
+        self.seq += 1
+
+    def recv(self, deadline: float) -> dict[str, Any] | None:
+        """The next authenticated message, None at end of stream; raises TimeoutError past `deadline`."""
+        header = self._read_exact(_HEADER.size, deadline)
+        if header is None:
+            return None
+        (length,) = _HEADER.unpack(header)
+        if length > MAX_MESSAGE:
+            raise ChannelError(f"message of {length} bytes exceeds {MAX_MESSAGE}")
+        body = self._read_exact(length + _MAC_LEN, deadline)
+        if body is None:
+            raise ChannelError("channel closed inside a message")
+        payload, mac = body[:length], body[length:]
+        if not hmac.compare_digest(mac, self._mac(payload)):
+            raise ChannelError("message failed authentication")
+        self.seq += 1
+        return json.loads(payload)
+
+    def _read_exact(self, n: int, deadline: float) -> bytes | None:
+        buf = bytearray()
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if not ready:
+                raise TimeoutError
+            chunk = os.read(self.fd, n - len(buf))
+            if not chunk:
+                if buf:
+                    raise ChannelError("channel closed inside a message")
+                return None
+            buf += chunk
+        return bytes(buf)
+
+
+def _namespaces_available() -> bool:
+    if os.environ.get("KERNELZERO_SANDBOX", "") == "process" or shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(
+        ["unshare", "--pid", "--fork", "--net", "--mount", "--kill-child", "--mount-proc", "true"],
+        capture_output=True,
+        timeout=30,
+    )
+    return probe.returncode == 0
+
+
+_NAMESPACES: bool | None = None
+
+
+def isolation_mode() -> str:
+    """`namespaces` where unshare works (root on Linux), else `process`."""
+    global _NAMESPACES
+    if _NAMESPACES is None:
+        _NAMESPACES = _namespaces_available()
+    return "namespaces" if _NAMESPACES else "process"
+
+
+@dataclass
+class WorkerExit:
+    returncode: int | None
+    timed_out: bool
+    log_tail: str  # last lines of the worker's stdout+stderr, for feedback
+
+
+@dataclass
+class Sandbox:
+    """One worker process running `python -m kernelzero.judge.worker` on one job, in its own scratch directory."""
+
+    job: dict[str, Any]
+    device: str = "cpu"
+    memory_limit_gb: float = 16.0  # RLIMIT_AS on CPU jobs only
+    file_limit_gb: float = 8.0
+    extra_env: dict[str, str] = field(default_factory=dict)
+    scratch_root: str | None = None
+
+    def __post_init__(self) -> None:
+        self.scratch = Path(tempfile.mkdtemp(prefix="kz-job-", dir=self.scratch_root))
+        self.isolation = isolation_mode()
+        self._key = os.urandom(32)
+        self._proc: subprocess.Popen | None = None
+        self._log = None
+        self._chan: Channel | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        r_fd, w_fd = os.pipe()
+        self._log = open(self.scratch / "worker.log", "wb")
+        cmd = [sys.executable, "-m", "kernelzero.judge.worker", str(w_fd)]
+        if self.isolation == "namespaces":
+            cmd = ["unshare", "--pid", "--fork", "--net", "--mount", "--kill-child", "--mount-proc",
+                   "sh", "-c", _PRELUDE, "kz-prelude", *cmd]  # fmt: skip
+        self._proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            pass_fds=(w_fd,),
+            env=self._env(),
+            cwd=self.scratch,
+            start_new_session=True,  # its own process group: killpg(0) from inside cannot reach the judge
+            preexec_fn=self._limits,
+        )
+        os.close(w_fd)
+        self._chan = Channel(r_fd, self._key)
+        self._write_stdin({**self.job, "key": self._key.hex(), "scratch": str(self.scratch)})
+
+    def _env(self) -> dict[str, str]:
+        src = str(Path(__file__).resolve().parents[2])  # the directory holding the kernelzero package
+        keep = ("PATH", "LANG", "LC_ALL", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES",
+                "NVIDIA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "NCCL_NVLS_ENABLE",
+                "TORCH_CUDA_ARCH_LIST", "PYENV_VERSION", "VIRTUAL_ENV")  # fmt: skip
+        env = {k: os.environ[k] for k in keep if k in os.environ}
+        pythonpath = [src, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+        env.update(
+            HOME=str(self.scratch),
+            TMPDIR=str(self.scratch),
+            KZ_SCRATCH=str(self.scratch),
+            PYTHONPATH=os.pathsep.join(p for p in pythonpath if p),
+            PYTHONDONTWRITEBYTECODE="1",
+            PYTHONUNBUFFERED="1",
+            TRITON_CACHE_DIR=str(self.scratch / "triton"),
+            TORCH_EXTENSIONS_DIR=str(self.scratch / "torch_extensions"),
+            OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"),
+        )
+        if self.device == "cpu":
+            env["TRITON_INTERPRET"] = "1"  # Triton kernels run on CPU tensors under the interpreter
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        env.update(self.extra_env)
+        return env
+
+    def _limits(self) -> None:  # runs in the child between fork and exec
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        fsize = int(self.file_limit_gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        if self.device == "cpu" and self.memory_limit_gb > 0:
+            mem = int(self.memory_limit_gb * 2**30)
+            resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+
+    def _write_stdin(self, msg: dict[str, Any]) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write((json.dumps(msg) + "\n").encode())
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the worker died; recv() reports it
+
+    def send(self, msg: dict[str, Any]) -> None:
+        """Tell the worker something (e.g. `{"cmd": "time"}` once the GPU is free). Unsigned: the worker trusts us."""
+        self._write_stdin(msg)
+
+    def recv(self, deadline: float) -> dict[str, Any] | None:
+        """Next authenticated message from the worker; None when it closed the channel (exited)."""
+        assert self._chan is not None
+        return self._chan.recv(deadline)
+
+    def kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)  # with namespaces: kills unshare, PID 1 and so all
+            except ProcessLookupError:
+                pass
+            self._proc.kill()
+
+    def finish(self, timed_out: bool = False) -> WorkerExit:
+        """Stop the worker (hard), collect its exit and log tail. Safe to call twice."""
+        self.kill()
+        rc = self._proc.wait() if self._proc is not None else None
+        if self._chan is not None:
+            os.close(self._chan.fd)
+            self._chan = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        return WorkerExit(returncode=rc, timed_out=timed_out, log_tail=self.log_tail())
+
+    def log_tail(self, n_bytes: int = 4000) -> str:
+        try:
+            data = (self.scratch / "worker.log").read_bytes()
+        except OSError:
+            return ""
+        return data[-n_bytes:].decode(errors="replace")
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def __enter__(self) -> Sandbox:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.finish()
+        self.cleanup()

@@ -1,0 +1,105 @@
+"""The judge on CPU (Triton interpreter): every failure mode of a candidate gets its status, and the judge survives."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelzero.judge import JudgeOptions
+from kernelzero.judge.pool import JudgePool
+from kernelzero.tasks import Task
+
+FIX = Path(__file__).parents[1] / "fixtures" / "judge"
+TASK = Task.from_file(FIX / "relu_task.py")
+
+# candidate file -> (expected status, expected guard or None for "any")
+EXPECTED = {
+    "relu_triton_ok.py": ("ok", None),
+    "relu_triton_incorrect.py": ("incorrect", "value"),
+    "relu_triton_compile_error.py": ("compile_error", "compile"),
+    "relu_import_error.py": ("compile_error", "import"),
+    "relu_exception.py": ("runtime_error", "forward"),
+    "relu_timeout.py": ("timeout", "run"),
+    "relu_segfault.py": ("crashed", None),
+    "relu_os_exit.py": ("crashed", None),
+    "relu_fake_verdict.py": ("incorrect", "value"),
+    "relu_kill_parent.py": ("crashed", None),
+    "no_modelnew.py": ("format_error", "no_modelnew"),
+}
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with JudgePool(JudgeOptions(device="cpu", run_timeout_s=8), workers=2) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def verdicts(pool):
+    names = list(EXPECTED)
+    results = pool.judge_many([(TASK, (FIX / n).read_text(), "triton") for n in names])
+    return dict(zip(names, results))
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_each_candidate_gets_its_status(verdicts, name):
+    status, guard = EXPECTED[name]
+    v = verdicts[name]
+    assert v.status == status, v.feedback
+    if guard is not None:
+        assert v.guard == guard
+    assert v.correct == (status == "ok")
+    assert not v.timed and v.runtime is None  # CPU verdicts are never timed
+
+
+def test_feedback_carries_the_useful_lines(verdicts):
+    assert "boom in forward" in verdicts["relu_exception.py"].feedback
+    assert "no_such_module_for_kernels" in verdicts["relu_import_error.py"].feedback
+    assert "no_such_function" in verdicts["relu_triton_compile_error.py"].feedback
+    assert "outside atol=0.0001" in verdicts["relu_triton_incorrect.py"].feedback
+    assert verdicts["relu_triton_ok.py"].trials == 5
+
+
+def test_fingerprint_and_isolation_recorded(verdicts):
+    env = verdicts["relu_triton_ok.py"].env
+    assert env["device"] == "cpu" and env["precision"] == "fp32-strict"
+    assert env["isolation"] in ("namespaces", "process")
+    assert env["torch"] and env["triton"]
+
+
+def test_judge_process_survives_and_serves_after_hostile_candidates(pool, verdicts):
+    assert verdicts["relu_kill_parent.py"].status == "crashed"
+    again = pool.judge(TASK, (FIX / "relu_triton_ok.py").read_text(), "triton")
+    assert again.status == "ok"
+
+
+def test_cuda_candidate_on_cpu_is_infra_error_not_scored(pool):
+    v = pool.judge(TASK, (FIX / "relu_triton_ok.py").read_text(), "cuda")
+    assert v.status == "infra_error" and not v.scored
+
+
+def test_batch_cli_writes_one_verdict_per_line_in_order(tmp_path):
+    names = list(EXPECTED) + ["missing_solution.py"]
+    batch = tmp_path / "in.jsonl"
+    batch.write_text("".join(json.dumps({"task": str(FIX / "relu_task.py"), "solution": str(FIX / n),
+                                         "backend": "triton"}) + "\n" for n in names) + "not json\n")
+    out = tmp_path / "out.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    cmd = [sys.executable, "-m", "kernelzero.cli", "judge", "--batch", str(batch), "--out", str(out),
+           "--device", "cpu", "--workers", "2"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == len(names) + 1
+    for name, line in zip(names, lines):
+        expected = EXPECTED.get(name, ("format_error", None))[0]
+        assert line["status"] == expected, (name, line["feedback"])
+        assert {"status", "correct", "speedup_eager"} <= set(line)
+    assert lines[-1]["status"] == "infra_error" and "malformed request line" in lines[-1]["feedback"]
+    # Resume: a second run keeps the lines and judges nothing again.
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0 and proc.stdout.strip() == ""
+    assert len(out.read_text().splitlines()) == len(names) + 1
