@@ -21,11 +21,12 @@ What counts, for one class:
    module-level functions it calls by name;
 3. with `follow_classes=True`, the APIs of classes of the same file that `__init__`/`forward` construct.
 
-Operator rule: a binary operator, augmented assignment, comparison or unary minus in forward counts as `op.<name>`
-unless an operand is a string literal or every operand is provably a Python scalar: a constant, a shape or size query (`x.shape[0]`, `x.size(1)`,
-`x.dim()`, `len(...)`), a `math.*` call, a name bound only to such values, or a `self.<attr>` that `__init__`
-binds only to such values or to its own arguments (KernelBench's constructor arguments are sizes and
-hyper-parameters). `x / self.divisor` counts as `op.div`; `self.dim // 2` does not.
+Operator rule: a binary operator, augmented assignment, comparison or unary minus in forward counts as
+`op.<name>` unless an operand is a string literal or every operand is provably a Python scalar: a constant, a
+shape or size query (`x.shape[0]`, `x.size(1)`, `x.dim()`, `len(...)`), a `math.*` call, a name bound only to
+such values, or a `self.<attr>` that `__init__` binds only to such values or to its own arguments (KernelBench's
+constructor arguments are sizes and hyper-parameters). `x / self.divisor` counts as `op.div`; `self.dim // 2`
+does not. `is`/`in`/`not`/`and`/`or` never count.
 
 Order: first use in forward's evaluation order (`self.relu(self.conv(x))` gives conv, then relu), then modules
 built in `__init__` that forward does not call by attribute (a `ModuleList` looped over), in source order.

@@ -157,9 +157,24 @@ def save_cooccurrence(co: CoOccurrence, path: str | Path) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(json.dumps(co.to_json(), indent=1) + "\n", encoding="utf-8")
+    tmp.write_text(_dumps(co.to_json()), encoding="utf-8")
     tmp.replace(p)
     return p
+
+
+def _dumps(data: dict) -> str:
+    """JSON with one API or one pair per line: small, and a re-mine diffs line by line."""
+    parts = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            body = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in value.items())
+            parts.append(f" {json.dumps(key)}: {{\n{body}\n }}")
+        elif key == "pairs":
+            body = ",\n".join(f"  {json.dumps(v)}" for v in value)
+            parts.append(f" {json.dumps(key)}: [\n{body}\n ]")
+        else:
+            parts.append(f" {json.dumps(key)}: {json.dumps(value)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
 def load_cooccurrence(path: str | Path | None = None) -> CoOccurrence:
