@@ -156,7 +156,7 @@ def apis_mine_cmd(
     from kernelzero.apis.mine import DEFAULT_SOURCES, mine, save_cooccurrence
 
     try:
-        co = mine(sources or DEFAULT_SOURCES, progress=True)
+        co = mine(sources or DEFAULT_SOURCES, progress=sys.stderr.isatty())
     except ValueError as exc:
         fail(str(exc))
     save_cooccurrence(co, out)

@@ -211,7 +211,11 @@ def task_to_record(task: Task) -> dict:
 
 
 def task_from_record(record: object, where: str, line: int) -> Task:
-    """A Task from one corpus record; the source is validated like a file's. Errors name the corpus line."""
+    """A Task from one corpus record; the source is validated like a file's. Errors name the corpus line.
+
+    A record's `apis` are kept as written (a proposed task records the set it was asked for); without them the
+    extractor fills them in.
+    """
     if not isinstance(record, dict):
         raise TaskFormatError(where, line, f"expected a JSON object, got {type(record).__name__}")
     for key, kind in (("name", str), ("source", str)):

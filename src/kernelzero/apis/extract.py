@@ -51,8 +51,7 @@ _EXTRA_TENSOR_METHODS = {
     "logical_not", "isnan", "isinf", "nan_to_num", "sinh", "cosh", "tan", "atan", "asin", "acos", "atan2", "trunc",
     "frac", "logaddexp", "hypot", "erfinv", "bitwise_and", "bitwise_or", "cummax", "cummin", "nansum", "nanmean",
     "mode", "kthvalue", "narrow", "select", "unfold", "movedim", "moveaxis", "swapaxes", "swapdims", "unflatten",
-    "nonzero", "float_power", "log2", "log10", "exp2", "dot", "det", "inverse", "sigmoid", "softplus", "type_as",
-    "std_mean", "masked_fill", "addcdiv", "baddbmm", "addbmm", "addmv", "sub", "rsub", "triu", "tril",
+    "nonzero", "float_power", "log2", "log10", "exp2", "dot", "det", "inverse", "addcdiv", "addbmm", "addmv",
 }  # fmt: skip
 TENSOR_METHODS = frozenset({a.split(".", 1)[1] for a in ALIASES if a.startswith("Tensor.")} | _EXTRA_TENSOR_METHODS)
 TENSOR_PROPERTIES = frozenset({"T", "mT"})  # attributes that compute a transpose

@@ -134,9 +134,11 @@ def mine(sources: Iterable[str] = DEFAULT_SOURCES, *, progress: bool = False) ->
     classes = skipped = 0
     iterator: Iterable[Path] = files
     if progress:
+        from rich.console import Console
         from rich.progress import track
 
-        iterator = track(files, description=f"mining {len(files)} files", transient=True)
+        bar_console = Console(stderr=True)  # stdout stays for results
+        iterator = track(files, description=f"mining {len(files)} files", transient=True, console=bar_console)
     for f in iterator:
         try:
             tree = ast.parse(f.read_bytes(), filename=str(f))

@@ -96,7 +96,7 @@ def sample_api_sets(
     """
     excluded = set(check_names(config.exclude, what="excluded API"))
     apis = [a for a in VOCABULARY if a not in excluded]
-    n_pairs = round(config.n * config.pair_fraction)
+    n_pairs = int(config.n * config.pair_fraction)  # floor: n // 2 pairs at the default 0.5
     n_triples = config.n - n_pairs
     taken = {tuple(sorted(check_names(s, what="API in an avoided set"))) for s in avoid}
     free_pairs = comb(len(apis), 2) - sum(len(s) == 2 and not excluded & set(s) for s in taken)
