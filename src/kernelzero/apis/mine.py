@@ -107,11 +107,6 @@ def python_files(paths: Iterable[Path]) -> list[Path]:
     return sorted(out)
 
 
-def class_api_sets(source: str) -> list[tuple[str, ...]]:
-    """The vocabulary entries each forward-defining class of one file uses (classes with none included, empty)."""
-    return [vocab_apis(apis) for apis in extract_classes(source).values()]
-
-
 def count(api_sets: Iterable[tuple[str, ...]]) -> tuple[Counter, Counter, int]:
     """API counts, sorted-pair counts and number of sets, from per-class API sets. Pure; what mining sums."""
     singles: Counter = Counter()
