@@ -40,7 +40,7 @@ TASK_A_RENAMED = (
     .replace("Conv then GELU.", "A convolution followed by an activation.")
     .replace("super().__init__()", "super().__init__()  # init the parent")
 )
-TASK_B = '''
+TASK_B = """
 import torch
 import torch.nn as nn
 
@@ -56,7 +56,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 @pytest.mark.parametrize(("l", "r"), [(0.5, 1.0), (0.0, 0.0), (1.0, 0.0), (0.25, 0.5), (0.75, 0.5), (0.625, 0.75)])

@@ -47,7 +47,9 @@ class ProposerRewardConfig:
         if not self.rho < 0:
             raise ValueError(f"ProposerRewardConfig.rho must be < 0, got {self.rho!r}")
         if not 0.0 < self.duplicate_threshold <= 1.0:
-            raise ValueError(f"ProposerRewardConfig.duplicate_threshold must be in (0, 1], got {self.duplicate_threshold!r}")
+            raise ValueError(
+                f"ProposerRewardConfig.duplicate_threshold must be in (0, 1], got {self.duplicate_threshold!r}"
+            )
         if self.duplicate_weight < 0:
             raise ValueError(f"ProposerRewardConfig.duplicate_weight must be >= 0, got {self.duplicate_weight!r}")
         if self.ngram < 1:
