@@ -2,23 +2,22 @@
 
 import asyncio
 
-from support import ScriptedJudge, accept_any_text, fail, ok
-
 from kernelzero.trainers.coder_rewards import VerdictLedger, make_coder_reward_funcs
 from kernelzero.trainers.prompts import parse_coder_completion
+from support import ScriptedJudge, accept_any_text, fail, ok
 
 GOOD = "Here it is:\n```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    pass\n```"
 
 
 def run_columns(ledger, completions, names):
     correct, speedup = make_coder_reward_funcs(ledger)
-    kw = dict(
-        prompts=[None] * len(completions),
-        completions=completions,
-        name=names,
-        source=["# src"] * len(names),
-        backend=["triton"] * len(names),
-    )
+    kw = {
+        "prompts": [None] * len(completions),
+        "completions": completions,
+        "name": names,
+        "source": ["# src"] * len(names),
+        "backend": ["triton"] * len(names),
+    }
 
     async def both():
         return await asyncio.gather(correct(**kw), speedup(**kw))

@@ -7,11 +7,10 @@ import statistics
 import pytest
 import torch
 
-from support import ScriptedJudge, accept_any_text, fail, ok
-
 from kernelzero.rewards import GateConfig
 from kernelzero.tasks import Task
 from kernelzero.trainers import CoderPhaseConfig, build_coder_trainer
+from support import ScriptedJudge, accept_any_text, fail, ok
 
 NAN = float("nan")
 TASKS = [Task(name="open", source="# task open"), Task(name="closed", source="# task closed")]
@@ -37,14 +36,14 @@ def expected_advantages(rewards):
 
 
 def config(tmp_path, **kw):
-    base = dict(
-        output_dir=str(tmp_path / "coder"),
-        per_device_train_batch_size=8,  # 2 tasks x 4 generations in one step
-        num_generations=4,
-        max_completion_length=16,
-        learning_rate=1e-3,
-        gate=GateConfig(alpha=0.5, beta=0.1),
-    )
+    base = {
+        "output_dir": str(tmp_path / "coder"),
+        "per_device_train_batch_size": 8,  # 2 tasks x 4 generations in one step
+        "num_generations": 4,
+        "max_completion_length": 16,
+        "learning_rate": 1e-3,
+        "gate": GateConfig(alpha=0.5, beta=0.1),
+    }
     base.update(kw)
     return CoderPhaseConfig(**base)
 

@@ -15,7 +15,16 @@ from kernelzero.trainers.coder import (
     run_coder_phase,
 )
 from kernelzero.trainers.coder_rewards import JudgeFn, VerdictLedger, make_coder_reward_funcs
-from kernelzero.trainers.common import GRPOPhaseConfig, PhaseResult
+from kernelzero.trainers.common import GRPOPhaseConfig, PhaseResult, resolve_resume
+from kernelzero.trainers.proposer import (
+    ProposalOutcome,
+    ProposerGRPOTrainer,
+    ProposerPhaseConfig,
+    ProposerRewardRecord,
+    build_proposer_trainer,
+    run_proposer_phase,
+)
+from kernelzero.trainers.sft import SFTPhaseConfig, SolutionPair, build_sft_trainer, run_sft
 
 __all__ = [
     "CoderGRPOTrainer",
@@ -24,10 +33,21 @@ __all__ = [
     "GRPOPhaseConfig",
     "JudgeFn",
     "PhaseResult",
+    "ProposalOutcome",
+    "ProposerGRPOTrainer",
+    "ProposerPhaseConfig",
+    "ProposerRewardRecord",
+    "SFTPhaseConfig",
+    "SolutionPair",
     "VerdictLedger",
     "build_coder_trainer",
+    "build_proposer_trainer",
+    "build_sft_trainer",
     "coder_dataset",
     "coder_step_metrics",
     "make_coder_reward_funcs",
+    "resolve_resume",
     "run_coder_phase",
+    "run_proposer_phase",
+    "run_sft",
 ]
