@@ -12,10 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for support.py
 
-from support import ScriptedJudge, accept_any_text, fail, ok  # noqa: E402
-
-from kernelzero.tasks import Task  # noqa: E402
-from kernelzero.trainers import CoderPhaseConfig, run_coder_phase  # noqa: E402
+from kernelzero.tasks import Task
+from kernelzero.trainers import CoderPhaseConfig, run_coder_phase
+from support import ScriptedJudge, accept_any_text, fail, ok
 
 # Per rank, in call order: step 1's three rollouts, then step 2's.
 SCRIPTS = {

@@ -117,3 +117,33 @@ def test_one_coder_step_trl_sees_gated_judge_rewards(tiny_model_dir, tmp_path):
 
 def _same(a, b):
     return all((math.isnan(x) and math.isnan(y)) or x == pytest.approx(y) for x, y in zip(a, b, strict=True))
+
+
+def test_dynamic_sampling_zeroes_groups_without_contrast_in_correctness(tiny_model_dir, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tasks = [Task(name="mixed", source="# mixed"), Task(name="all_ok", source="# all ok")]
+    judge = ScriptedJudge(
+        {
+            "mixed": [ok(2.0), fail("incorrect"), ok(1.0), fail("incorrect")],
+            # all correct: speeds differ, so without the filter these rows would get unit-size advantages
+            "all_ok": [ok(1.0), ok(1.1), ok(5.0), ok(0.9)],
+        }
+    )
+    trainer = build_coder_trainer(
+        config(tmp_path, dynamic_sampling=True, log_completions=False),
+        tasks,
+        judge,
+        parse_fn=accept_any_text,
+        model=AutoModelForCausalLM.from_pretrained(tiny_model_dir),
+        tokenizer=AutoTokenizer.from_pretrained(tiny_model_dir),
+    )
+    trainer.train()
+    rec = trainer.last_record
+    advantages = list(trainer._logs["advantages"])
+    mixed, all_ok = rows_of(rec, "mixed"), rows_of(rec, "all_ok")
+    assert torch.isnan(rec.gated[all_ok]).all()
+    assert [advantages[i] for i in all_ok] == [0.0] * 4
+    # the kept group: rewards [1.2, 0, 1.1, 0]
+    assert [advantages[i] for i in mixed] == pytest.approx(expected_advantages([1.2, 0.0, 1.1, 0.0]), abs=1e-4)
+    assert trainer.state.log_history[0]["coder/dynamic_sampling_filtered_share"] == 0.5
