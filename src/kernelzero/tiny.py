@@ -11,10 +11,11 @@ Recipe (bump `TINY_VERSION` when any of it changes, so cached copies are rebuilt
   milliseconds on one CPU core.
 - EOS is reachable: a random model's next-token distribution is nearly uniform, so it would emit `<|im_end|>` about
   once in 4,096 tokens and every completion would run to `max_new_tokens`. We add a constant channel to the token
-  embeddings and read it in the `<|im_end|>` row of the LM head, calibrated so that EOS has probability about
-  1/`EOS_MEAN_TOKENS` at every step. Completions then stop at varied lengths, which is what trainers' masking and
-  the parsers' "truncated" paths need to see. The rate holds for plain sampling (top_k off, as saved in
-  `generation_config.json`); generation must still cap `max_new_tokens`.
+  embeddings and read it only in the `<|im_end|>` row of the LM head, which gives EOS a constant logit, bisected so
+  that plain sampling (top_k off, as saved in `generation_config.json`) picks it about once per `EOS_MEAN_TOKENS`
+  steps. The other logits are spread (`LOGIT_SPREAD`) so that EOS is likely without being the argmax: greedy decoding
+  still produces text (and runs to the cap). Completions therefore stop at varied lengths, which is what trainers'
+  masking and the parsers' "truncated" paths need to see; generation must still cap `max_new_tokens`.
 
 The tokenizer (and so the model) depends on the installed torch/transformers sources; `build_info.json` records them.
 """
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import math
 import os
 import random
 import shutil
@@ -35,6 +35,7 @@ TINY_VERSION = 1
 VOCAB_SIZE = 4096
 CORPUS_BYTES = 3_000_000  # enough for stable merges; trains in about a second on 2 cores
 EOS_MEAN_TOKENS = 48  # mean completion length the EOS calibration aims at
+LOGIT_SPREAD = 80.0  # scales the LM head's init (std 0.02) so logits spread by about 2 nats across the vocabulary
 MAX_POSITIONS = 16384  # coder prompts with a worked example run to a few thousand tokens
 
 EOS, IM_START, ENDOFTEXT, PAD = "<|im_end|>", "<|im_start|>", "<|endoftext|>", "<|pad|>"
@@ -201,16 +202,21 @@ def _train_bpe(texts: list[str]):
 
 
 def _make_eos_reachable(model, tokenizer, sample: str, eos_id: int) -> None:
-    """Give EOS a near-constant logit margin so it is sampled about once per `EOS_MEAN_TOKENS` steps."""
+    """Give EOS a constant logit, calibrated so it is sampled about once per `EOS_MEAN_TOKENS` steps."""
     import torch
 
     emb, head = model.get_input_embeddings().weight, model.get_output_embeddings().weight
     with torch.no_grad():
         emb[:, 0] = 1.0  # a constant channel (init std is 0.02, so it dominates the final RMSNorm output)
         head[:, 0] = 0.0
+        head[:, 1:] *= LOGIT_SPREAD  # spread the other logits, so EOS is likely without being every argmax
+        head[eos_id] = 0.0
         ids = tokenizer(sample, return_tensors="pt").input_ids[:, :512]
-        final = model(ids, output_hidden_states=True).hidden_states[-1]  # (1, T, H), after the final norm
-        channel = final[0, :, 0].mean().item()
-        p = 1.0 / EOS_MEAN_TOKENS
-        margin = math.log(p * (head.shape[0] - 1) / (1 - p))  # softmax margin over a near-uniform rest
-        head[eos_id, 0] = margin / channel
+        final = model(ids, output_hidden_states=True).hidden_states[-1][0]  # (T, H), after the final norm
+        rest = torch.logsumexp(final @ head.T, dim=-1)  # (T,): log of the non-EOS mass (EOS row is 0 here)
+        target = 1.0 / EOS_MEAN_TOKENS
+        lo, hi = -50.0, 50.0
+        for _ in range(60):  # bisect the EOS logit m: mean_t sigmoid(m - rest_t) == target
+            m = (lo + hi) / 2
+            lo, hi = (m, hi) if torch.sigmoid(m - rest).mean().item() < target else (lo, m)
+        head[eos_id, 0] = m / final[:, 0].mean().item()
