@@ -69,7 +69,8 @@ def solve_command(
 
     from kernelzero.coder import BACKENDS, OPTIMIZATION_PRINCIPLES
     from kernelzero.generation.base import GenerationError, SamplingConfig
-    from kernelzero.proposer import parse_proposer_completion
+    from kernelzero.parsing import check_definitions
+    from kernelzero.proposer import TASK_DEFINITIONS
     from kernelzero.tasks import Task
 
     if backend not in BACKENDS:
@@ -77,7 +78,7 @@ def solve_command(
     if not task.is_file():
         fail(f"no task file at {task}")
     the_task = Task.from_file(task)
-    reason = getattr(parse_proposer_completion(f"```python\n{the_task.source}\n```"), "reason", None)
+    reason = getattr(check_definitions(the_task.source, TASK_DEFINITIONS), "reason", None)
     if reason:
         fail(f"{task} is not a KernelBench-format task: {reason}")
     out = out or Path("out") / "solve" / f"{the_task.name}-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -72,15 +72,23 @@ def extract_code(completion: str, select: Sequence[str], require: Sequence[str] 
             found = f" (only blocks in {', '.join(others)})" if others else ""
             return ParseFailure(f"no ```python code block defining {wanted} in the completion{found}")
         chosen = _Block(lang="", code=raw, closed=True)
+    hint = f" (the code block is not closed: {_TRUNCATED})" if not chosen.closed else ""
+    checked = check_definitions(chosen.code, (*select, *require))
+    if isinstance(checked, ParseFailure) and checked.reason.startswith("the code does not parse"):
+        return ParseFailure(checked.reason + hint)
+    return checked
+
+
+def check_definitions(code: str, entries: Sequence[str]) -> ParseResult:
+    """`code` if it parses with `ast` and defines every entry (`"class Name"`, `"def name"`) at top level."""
     try:
-        tree = ast.parse(chosen.code)
+        tree = ast.parse(code)
     except SyntaxError as e:
-        hint = f" (the code block is not closed: {_TRUNCATED})" if not chosen.closed else ""
-        return ParseFailure(f"the code does not parse: {e.msg} at line {e.lineno}{hint}")
-    missing = [e for e in (*select, *require) if not _defines_ast(tree, e)]
+        return ParseFailure(f"the code does not parse: {e.msg} at line {e.lineno}")
+    missing = [e for e in entries if not _defines_ast(tree, e)]
     if missing:
         return ParseFailure(f"the code has no top-level {', '.join(_display(e) for e in missing)}")
-    return ParsedCode(chosen.code.strip("\n") + "\n")
+    return ParsedCode(code.strip("\n") + "\n")
 
 
 def _strip_thinking(text: str) -> tuple[str, bool]:

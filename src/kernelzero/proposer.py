@@ -14,6 +14,9 @@ from importlib import resources
 
 from kernelzero.parsing import ParseResult, extract_code
 
+# What a KernelBench-format task defines at top level.
+TASK_DEFINITIONS = ("class Model", "def get_inputs", "def get_init_inputs")
+
 # The worked example's API set; its task is `kernelzero/data/proposer_example_task.py`.
 EXAMPLE_APIS = ("torch.nn.Linear", "torch.nn.functional.gelu", "torch.logsumexp")
 
@@ -69,7 +72,7 @@ vanishingly small.
 
 def parse_proposer_completion(completion: str) -> ParseResult:
     """The last Python block that defines `class Model` and `get_inputs()`; it must also define `get_init_inputs()`."""
-    return extract_code(completion, select=("class Model", "def get_inputs"), require=("def get_init_inputs",))
+    return extract_code(completion, select=TASK_DEFINITIONS[:2], require=TASK_DEFINITIONS[2:])
 
 
 def _api_list(apis: Sequence[str]) -> str:

@@ -67,7 +67,7 @@ class SolveResult:
     @property
     def best(self) -> Rollout | None:
         """The highest-ranked rollout; ties go to the earliest (fewest turns, then lowest sample)."""
-        return max(reversed(self.rollouts), key=lambda r: r.key, default=None)
+        return max(self.rollouts, key=lambda r: r.key, default=None)  # max keeps the first of equals
 
     @property
     def solved(self) -> bool:
