@@ -1,12 +1,16 @@
 """Shared fixtures. GPU tests are marked `gpu` and skipped by default (see pyproject's addopts)."""
 
-import pytest
+from pathlib import Path
 
-from support import build_tiny_test_model
+import pytest
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory):
-    """A tiny Qwen2 + locally trained tokenizer (tests/support.py), built once per session. Replace with
-    `kernelzero.tiny.build_tiny_model` when branch `policies` lands."""
-    return build_tiny_test_model(tmp_path_factory.mktemp("tiny-model"))
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny local model (`kernelzero.tiny`), built once per test session into a private cache directory.
+
+    `tiny_model_dir.parent` is that cache: point `$KERNELZERO_CACHE` at it to make `tiny_model_path()` reuse it.
+    """
+    from kernelzero.tiny import tiny_model_path
+
+    return tiny_model_path(tmp_path_factory.mktemp("kernelzero-cache"))
