@@ -51,7 +51,14 @@ def main(out_dir: str, model_dir: str) -> None:
         save_steps=100,
         log_completions=False,
     )
-    run_coder_phase(cfg, [Task(name="t", source="# t")], judge, parse_fn=accept_any_text, on_rewards=record)
+    run_coder_phase(
+        cfg,
+        [Task(name="t", source="# t")],
+        judge,
+        parse_fn=accept_any_text,
+        prompt_fn=lambda task, backend: [{"role": "user", "content": "ModelNew for t"}],  # short: CPU time
+        on_rewards=record,
+    )
     (out / f"judge_calls_rank{rank}.json").write_text(json.dumps(len(judge.calls)))
 
 

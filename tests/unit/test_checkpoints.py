@@ -15,6 +15,14 @@ from support import ScriptedJudge, accept_any_text, fail, ok
 TASKS = [Task(name="a", source="# a"), Task(name="b", source="# b")]
 
 
+def short_coder_prompt(task, backend):  # the real prompt is ~1,300 tokens: several times the CPU time per step
+    return [{"role": "user", "content": f"ModelNew for {task.name}"}]
+
+
+def short_proposer_prompt(apis):
+    return [{"role": "user", "content": "task using " + ", ".join(apis)}]
+
+
 def test_resolve_resume(tmp_path):
     assert resolve_resume(tmp_path / "missing", "auto") is None
     assert resolve_resume(tmp_path, False) is None
@@ -37,10 +45,14 @@ def test_coder_phase_saves_and_resumes(tiny_model_dir, tmp_path):
         "per_device_train_batch_size": 8,
         "max_completion_length": 8,
     }
-    first = run_coder_phase(CoderPhaseConfig(max_steps=1, **kw), TASKS, judge, parse_fn=accept_any_text)
+    first = run_coder_phase(
+        CoderPhaseConfig(max_steps=1, **kw), TASKS, judge, parse_fn=accept_any_text, prompt_fn=short_coder_prompt
+    )
     assert first.global_step == 1 and first.resumed_from is None and (out / "checkpoint-1").is_dir()
     assert len(judge.calls) == 8
-    second = run_coder_phase(CoderPhaseConfig(max_steps=2, **kw), TASKS, judge, parse_fn=accept_any_text)
+    second = run_coder_phase(
+        CoderPhaseConfig(max_steps=2, **kw), TASKS, judge, parse_fn=accept_any_text, prompt_fn=short_coder_prompt
+    )
     assert second.resumed_from == str(out / "checkpoint-1")
     assert second.global_step == 2 and (out / "checkpoint-2").is_dir()
     assert len(judge.calls) == 16  # the second run generated and judged one batch only: step 1 was not redone
@@ -64,8 +76,12 @@ def test_proposer_phase_saves_and_resumes(tiny_model_dir, tmp_path):
     }
     api_sets = [["torch.relu"]]
     args = (api_sets, lambda src, apis: (True, []), success)
-    first = run_proposer_phase(ProposerPhaseConfig(max_steps=1, **kw), *args, parse_fn=accept_any_text)
-    second = run_proposer_phase(ProposerPhaseConfig(max_steps=2, **kw), *args, parse_fn=accept_any_text)
+    first = run_proposer_phase(
+        ProposerPhaseConfig(max_steps=1, **kw), *args, parse_fn=accept_any_text, prompt_fn=short_proposer_prompt
+    )
+    second = run_proposer_phase(
+        ProposerPhaseConfig(max_steps=2, **kw), *args, parse_fn=accept_any_text, prompt_fn=short_proposer_prompt
+    )
     assert (first.global_step, second.global_step) == (1, 2)
     assert second.resumed_from == str(out / "checkpoint-1") and len(asked) == 8
 

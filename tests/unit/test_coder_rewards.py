@@ -2,8 +2,9 @@
 
 import asyncio
 
+from kernelzero.coder import parse_coder_completion
+from kernelzero.tasks import Task
 from kernelzero.trainers.coder_rewards import VerdictLedger, make_coder_reward_funcs
-from kernelzero.trainers.prompts import parse_coder_completion
 from support import ScriptedJudge, accept_any_text, fail, ok
 
 GOOD = "Here it is:\n```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    pass\n```"
@@ -42,10 +43,19 @@ def test_unparseable_completion_is_a_scored_format_error_and_never_judged():
     c, s = run_columns(ledger, ["no code here", GOOD], ["t", "t"])
     assert c == [0.0, 1.0] and s == [0.0, 3.0]
     assert len(judge.calls) == 1 and "class ModelNew" in judge.calls[0][1]
-    assert ledger.verdicts[0].status == "format_error" and "python code block" in ledger.verdicts[0].feedback
+    bad = ledger.verdicts[0]
+    assert (bad.status, bad.guard, bad.scored) == ("format_error", "parse", True)
+    assert bad.feedback == parse_coder_completion("no code here").reason  # the parser's one-line reason, as is
 
 
-def test_parser_takes_the_last_block_and_requires_modelnew():
-    two = "```python\nclass ModelNew: 1\n```\nbetter:\n```python\nclass ModelNew: 2\n```"
-    assert parse_coder_completion(two).code == "class ModelNew: 2"
-    assert parse_coder_completion("```python\nx = 1\n```").reason == "the code block does not define class ModelNew"
+def test_judge_receives_the_callers_task_record():
+    task = Task(name="t", source="# src", origin="kernelbench", level=2)
+    judge = ScriptedJudge({"t": [ok(1.0)]})
+    seen = []
+
+    async def judge_fn(t, source, backend):
+        seen.append(t)
+        return await judge(t, source, backend)
+
+    run_columns(VerdictLedger(judge_fn, accept_any_text, {"t": task}), ["x"], ["t"])
+    assert seen == [task] and seen[0].level == 2

@@ -7,9 +7,10 @@ import statistics
 import pytest
 import torch
 
+from kernelzero.coder import coder_messages
 from kernelzero.rewards import GateConfig
 from kernelzero.tasks import Task
-from kernelzero.trainers import CoderPhaseConfig, build_coder_trainer
+from kernelzero.trainers import CoderPhaseConfig, build_coder_trainer, coder_dataset
 from support import ScriptedJudge, accept_any_text, fail, ok
 
 NAN = float("nan")
@@ -48,6 +49,19 @@ def config(tmp_path, **kw):
     return CoderPhaseConfig(**base)
 
 
+def short_prompt(task, backend):
+    """A few-token prompt: these tests are about reward plumbing, and the real Coder prompt (~1,300 tokens with its
+    worked example) makes each CPU step several times slower. `test_coder_dataset_uses_the_coder_prompt` covers it."""
+    return [{"role": "user", "content": f"ModelNew for {task.name} ({backend})"}]
+
+
+def test_coder_dataset_uses_the_coder_prompt():
+    ds = coder_dataset(TASKS, ["triton", "cuda"])
+    assert len(ds) == 4 and ds[1]["backend"] == "cuda" and ds[1]["name"] == "open"
+    assert ds[1]["prompt"] == coder_messages(TASKS[0].source, "cuda")
+    assert ds[1]["source"] == TASKS[0].source
+
+
 def rows_of(record, name):
     return [i for i, n in enumerate(record.task_names) if n == name]
 
@@ -62,7 +76,14 @@ def test_one_coder_step_trl_sees_gated_judge_rewards(tiny_model_dir, tmp_path):
     records = []
     cfg = config(tmp_path)
     trainer = build_coder_trainer(
-        cfg, TASKS, judge, parse_fn=accept_any_text, model=model, tokenizer=tok, on_rewards=records.append
+        cfg,
+        TASKS,
+        judge,
+        parse_fn=accept_any_text,
+        prompt_fn=short_prompt,
+        model=model,
+        tokenizer=tok,
+        on_rewards=records.append,
     )
     trainer.train()
 
@@ -135,6 +156,7 @@ def test_dynamic_sampling_zeroes_groups_without_contrast_in_correctness(tiny_mod
         tasks,
         judge,
         parse_fn=accept_any_text,
+        prompt_fn=short_prompt,
         model=AutoModelForCausalLM.from_pretrained(tiny_model_dir),
         tokenizer=AutoTokenizer.from_pretrained(tiny_model_dir),
     )

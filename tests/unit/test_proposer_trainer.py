@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from kernelzero.parsing import ParsedCode, ParseFailure
 from kernelzero.rewards import ProposerRewardConfig
-from kernelzero.trainers.prompts import ParsedCode, ParseFailure
 from kernelzero.trainers.proposer import ProposerPhaseConfig, build_proposer_trainer, proposed_task
 
 
@@ -82,7 +82,14 @@ def test_one_proposer_step_rewards_frontier_tasks_and_penalises_duplicates(tiny_
     )
     api_sets = [["torch.relu", "torch.sigmoid"], ["torch.matmul", "torch.logsumexp", "F.gelu"]]
     trainer = build_proposer_trainer(
-        cfg, api_sets, world.validate, world.coder_success, parse_fn=world.parse, model=model, tokenizer=tok
+        cfg,
+        api_sets,
+        world.validate,
+        world.coder_success,
+        parse_fn=world.parse,
+        prompt_fn=lambda apis: [{"role": "user", "content": "task using " + ", ".join(apis)}],  # short: CPU time
+        model=model,
+        tokenizer=tok,
     )
     trainer.train()
 

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from kernelzero.coder import coder_messages, parse_coder_completion
 from kernelzero.tasks import Task
-from kernelzero.trainers.prompts import parse_coder_completion
 from kernelzero.trainers.sft import SFTPhaseConfig, SolutionPair, build_sft_trainer, sft_dataset
 
 TASK = Task(
@@ -17,9 +17,9 @@ SOLUTION = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self
 def test_sft_rows_round_trip_through_the_coder_parser():
     ds = sft_dataset([(TASK, SOLUTION), SolutionPair(TASK, SOLUTION, backend="cuda")])
     assert len(ds) == 2
-    assert ds[0]["prompt"][0]["role"] == "user" and "return x.relu()" in ds[0]["prompt"][0]["content"]
-    assert "Triton" in ds[0]["prompt"][0]["content"] and "CUDA" in ds[1]["prompt"][0]["content"]
-    assert parse_coder_completion(ds[0]["completion"][0]["content"]).code == SOLUTION
+    assert ds[0]["prompt"] == coder_messages(TASK.source, "triton")  # the same prompt the GRPO phase uses
+    assert ds[1]["prompt"] == coder_messages(TASK.source, "cuda")
+    assert parse_coder_completion(ds[0]["completion"][0]["content"]).code == SOLUTION + "\n"
     with pytest.raises(ValueError, match="backend"):
         SolutionPair(TASK, SOLUTION, backend="metal")
 
@@ -30,13 +30,13 @@ def test_one_sft_step_changes_the_parameters(tiny_model_dir, tmp_path):
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    cfg = SFTPhaseConfig(output_dir=str(tmp_path / "sft"), learning_rate=1e-3, max_length=256)
+    cfg = SFTPhaseConfig(output_dir=str(tmp_path / "sft"), learning_rate=1e-3)
     trainer = build_sft_trainer(cfg, [(TASK, SOLUTION)] * 4, model=model, tokenizer=tok)
     # completion-only loss: the prompt's tokens are masked out of the labels
     batch = trainer.data_collator([trainer.train_dataset[0]])
     prompt = sft_dataset([(TASK, SOLUTION)])[0]["prompt"]
     n_prompt = len(tok.apply_chat_template(prompt, add_generation_prompt=True)["input_ids"])
-    assert n_prompt > 50
+    assert n_prompt > 500  # the Coder prompt with its worked example
     labels = batch["labels"][0]
     assert (labels[:n_prompt] == -100).all() and (labels[n_prompt:] != -100).all()
     trainer.train()

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
+from kernelzero.coder import BACKENDS, coder_messages, parse_coder_completion
 from kernelzero.judge.verdict import STATUSES, Verdict
 from kernelzero.rewards.cagrpo import (
     GateConfig,
@@ -37,7 +38,7 @@ from kernelzero.rewards.cagrpo import (
     uninformative_groups,
 )
 from kernelzero.tasks import Task
-from kernelzero.trainers.coder_rewards import JudgeFn, VerdictLedger, make_coder_reward_funcs
+from kernelzero.trainers.coder_rewards import CodeParser, JudgeFn, VerdictLedger, make_coder_reward_funcs
 from kernelzero.trainers.common import (
     GRPOPhaseConfig,
     MetricsJsonlCallback,
@@ -49,9 +50,19 @@ from kernelzero.trainers.common import (
     resolve_resume,
     write_resolved_config,
 )
-from kernelzero.trainers.prompts import DEFAULT_CODER_PARSER, CodeParser, coder_messages
 
-BACKENDS = ("cuda", "triton")
+PromptFn = Callable[[Task, str], list[dict]]
+"""(task, backend) -> chat messages for one Coder rollout."""
+
+
+def coder_prompt(task: Task, backend: str) -> list[dict]:
+    """The Coder's chat for a task (kernelzero.coder's prompt: rules, a worked example, the task)."""
+    return coder_messages(task.source, backend)
+
+
+def coder_answer(solution: str) -> str:
+    """An assistant turn holding a solution, in the form `parse_coder_completion` reads back (SFT targets)."""
+    return "```python\n" + solution.strip("\n") + "\n```"
 
 
 @dataclass
@@ -126,20 +137,22 @@ class CoderGRPOTrainer(GRPOTrainer):
         *,
         judge_fn: JudgeFn,
         gate: GateConfig,
-        parse_fn: CodeParser = DEFAULT_CODER_PARSER,
+        parse_fn: CodeParser = parse_coder_completion,
+        tasks: Sequence[Task] = (),
         dynamic_sampling: bool = False,
         on_rewards: Callable[[CoderRewardRecord], None] | None = None,
         **grpo_kwargs: Any,
     ):
         """`grpo_kwargs` go to GRPOTrainer (model, args, train_dataset, processing_class, callbacks...); the reward
-        functions are ours. `on_rewards` is called on the main process with every batch's record."""
+        functions are ours. `tasks` are handed to the judge as they are (matched by name). `on_rewards` is called on
+        the main process with every batch's record."""
         args = grpo_kwargs["args"]
         if args.multi_objective_aggregation != "sum_then_normalize" or list(args.reward_weights) != [1.0, gate.beta]:
             raise ValueError(
                 "CA-GRPO needs sum_then_normalize and reward_weights [1, beta]; build args with "
                 "CoderPhaseConfig.to_grpo_config"
             )
-        self.ledger = VerdictLedger(judge_fn, parse_fn)
+        self.ledger = VerdictLedger(judge_fn, parse_fn, {t.name: t for t in tasks})
         self.gate = gate
         self.dynamic_sampling = dynamic_sampling
         self.on_rewards = on_rewards
@@ -172,9 +185,7 @@ class CoderGRPOTrainer(GRPOTrainer):
         return gated
 
 
-def coder_dataset(
-    tasks: Sequence[Task], backends: Sequence[str], prompt_fn: Callable[[Task, str], list[dict]] = coder_messages
-):
+def coder_dataset(tasks: Sequence[Task], backends: Sequence[str], prompt_fn: PromptFn = coder_prompt):
     """One row per (task, backend): `prompt` (chat messages) plus `name`, `source`, `backend`, which TRL passes
     through to the reward functions."""
     from datasets import Dataset
@@ -193,8 +204,8 @@ def build_coder_trainer(
     tasks: Sequence[Task],
     judge_fn: JudgeFn,
     *,
-    parse_fn: CodeParser = DEFAULT_CODER_PARSER,
-    prompt_fn: Callable[[Task, str], list[dict]] = coder_messages,
+    parse_fn: CodeParser = parse_coder_completion,
+    prompt_fn: PromptFn = coder_prompt,
     model: Any = None,
     tokenizer: Any = None,
     on_rewards: Callable[[CoderRewardRecord], None] | None = None,
@@ -208,6 +219,7 @@ def build_coder_trainer(
         judge_fn=judge_fn,
         gate=config.gate,
         parse_fn=parse_fn,
+        tasks=tasks,
         dynamic_sampling=config.dynamic_sampling,
         on_rewards=on_rewards,
         model=model,
@@ -223,8 +235,8 @@ def run_coder_phase(
     tasks: Sequence[Task],
     judge_fn: JudgeFn,
     *,
-    parse_fn: CodeParser = DEFAULT_CODER_PARSER,
-    prompt_fn: Callable[[Task, str], list[dict]] = coder_messages,
+    parse_fn: CodeParser = parse_coder_completion,
+    prompt_fn: PromptFn = coder_prompt,
     model: Any = None,
     tokenizer: Any = None,
     on_rewards: Callable[[CoderRewardRecord], None] | None = None,

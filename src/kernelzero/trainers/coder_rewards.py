@@ -15,16 +15,18 @@ A completion the parser rejects never reaches the judge: it is a `format_error` 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from kernelzero.judge.verdict import Verdict
+from kernelzero.parsing import ParsedCode, ParseResult
 from kernelzero.tasks import Task
 from kernelzero.trainers.common import completion_text
-from kernelzero.trainers.prompts import CodeParser, failure_reason, parsed_code
 
 JudgeFn = Callable[[Task, str, str], Awaitable[Verdict]]
 """`await judge_fn(task, candidate_source, backend) -> Verdict`, e.g. `pool.ajudge` of kernelzero.judge."""
+CodeParser = Callable[[str], ParseResult]
+"""A completion parser such as `kernelzero.coder.parse_coder_completion`."""
 
 
 def correct_value(v: Verdict) -> float | None:
@@ -42,9 +44,12 @@ def speedup_value(v: Verdict) -> float | None:
 class VerdictLedger:
     """Judges one batch of completions once, for every reward column that asks; reset by the trainer per batch."""
 
-    def __init__(self, judge_fn: JudgeFn, parse_fn: CodeParser):
+    def __init__(self, judge_fn: JudgeFn, parse_fn: CodeParser, tasks: Mapping[str, Task] | None = None):
+        """tasks: the Task records by name, so the judge gets the caller's record (origin, level, apis) rather than
+        one rebuilt from the dataset's name and source columns."""
         self.judge_fn = judge_fn
         self.parse_fn = parse_fn
+        self.tasks = dict(tasks or {})
         self._batch: asyncio.Future | None = None
         self._size = 0
         self.verdicts: list[Verdict] | None = None  # the last batch's verdicts, in completion order
@@ -58,7 +63,7 @@ class VerdictLedger:
         if self._batch is None:
             self._size = len(completions)
             jobs = [
-                self._judge_one(completion_text(c), Task(name=n, source=s), b)
+                self._judge_one(completion_text(c), self._task(n, s), b)
                 for c, n, s, b in zip(completions, names, sources, backends, strict=True)
             ]
             self._batch = asyncio.ensure_future(asyncio.gather(*jobs))
@@ -67,12 +72,15 @@ class VerdictLedger:
         self.verdicts = list(await self._batch)
         return self.verdicts
 
+    def _task(self, name: str, source: str) -> Task:
+        task = self.tasks.get(name)
+        return task if task is not None and task.source == source else Task(name=name, source=source)
+
     async def _judge_one(self, text: str, task: Task, backend: str) -> Verdict:
         parsed = self.parse_fn(text)
-        code = parsed_code(parsed)
-        if code is None:
-            return Verdict.fail("format_error", failure_reason(parsed), guard="parse", task=task.name, backend=backend)
-        return await self.judge_fn(task, code, backend)
+        if not isinstance(parsed, ParsedCode):
+            return Verdict.fail("format_error", parsed.reason, guard="parse", task=task.name, backend=backend)
+        return await self.judge_fn(task, parsed.code, backend)
 
 
 def make_coder_reward_funcs(ledger: VerdictLedger) -> list[Callable[..., Awaitable[list[float | None]]]]:

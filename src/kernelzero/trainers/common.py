@@ -130,10 +130,8 @@ def resolve_model_path(model: str | None) -> str:
     """The configured model, or the tiny CPU model when none is configured."""
     if model is not None:
         return model
-    try:
-        from kernelzero.tiny import tiny_model_path  # TODO(policies): lands with branch `policies`
-    except ImportError as e:
-        raise ValueError("config.model is None and kernelzero.tiny is not available: set config.model") from e
+    from kernelzero.tiny import tiny_model_path
+
     return str(tiny_model_path())
 
 

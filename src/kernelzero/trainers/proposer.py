@@ -23,8 +23,11 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
+from kernelzero.parsing import ParsedCode
+from kernelzero.proposer import parse_proposer_completion, proposer_messages
 from kernelzero.rewards.proposer import ProposerRewardConfig, penalised_rewards, proposer_reward
 from kernelzero.tasks import Task
+from kernelzero.trainers.coder_rewards import CodeParser
 from kernelzero.trainers.common import (
     GRPOPhaseConfig,
     MetricsJsonlCallback,
@@ -35,13 +38,6 @@ from kernelzero.trainers.common import (
     logger,
     resolve_resume,
     write_resolved_config,
-)
-from kernelzero.trainers.prompts import (
-    DEFAULT_PROPOSER_PARSER,
-    CodeParser,
-    failure_reason,
-    parsed_code,
-    proposer_messages,
 )
 
 ValidateFn = Callable[[str, Sequence[str]], "tuple[bool, list[str]] | Awaitable[tuple[bool, list[str]]]"]
@@ -107,9 +103,9 @@ class ProposalLedger:
 
     async def _evaluate_one(self, text: str, api_set: tuple[str, ...]) -> ProposalOutcome:
         parsed = self.parse_fn(text)
-        source = parsed_code(parsed)
-        if source is None:
-            return ProposalOutcome(api_set, None, False, [f"format: {failure_reason(parsed)}"], None)
+        if not isinstance(parsed, ParsedCode):
+            return ProposalOutcome(api_set, None, False, [f"format: {parsed.reason}"], None)
+        source = parsed.code
         verdict = self.validate_fn(source, api_set)
         valid, reasons = (await verdict) if inspect.isawaitable(verdict) else verdict
         if not valid:
@@ -158,7 +154,7 @@ class ProposerGRPOTrainer(GRPOTrainer):
         validate_fn: ValidateFn,
         coder_success_fn: CoderSuccessFn,
         reward: ProposerRewardConfig,
-        parse_fn: CodeParser = DEFAULT_PROPOSER_PARSER,
+        parse_fn: CodeParser = parse_proposer_completion,
         on_rewards: Callable[[ProposerRewardRecord], None] | None = None,
         **grpo_kwargs: Any,
     ):
@@ -211,7 +207,7 @@ def build_proposer_trainer(
     validate_fn: ValidateFn,
     coder_success_fn: CoderSuccessFn,
     *,
-    parse_fn: CodeParser = DEFAULT_PROPOSER_PARSER,
+    parse_fn: CodeParser = parse_proposer_completion,
     prompt_fn: Callable[[Sequence[str]], list[dict]] = proposer_messages,
     model: Any = None,
     tokenizer: Any = None,
@@ -241,7 +237,7 @@ def run_proposer_phase(
     validate_fn: ValidateFn,
     coder_success_fn: CoderSuccessFn,
     *,
-    parse_fn: CodeParser = DEFAULT_PROPOSER_PARSER,
+    parse_fn: CodeParser = parse_proposer_completion,
     prompt_fn: Callable[[Sequence[str]], list[dict]] = proposer_messages,
     model: Any = None,
     tokenizer: Any = None,

@@ -11,8 +11,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelzero.coder import BACKENDS
 from kernelzero.tasks import Task
-from kernelzero.trainers.coder import BACKENDS
+from kernelzero.trainers.coder import PromptFn, coder_answer, coder_prompt
 from kernelzero.trainers.common import (
     MetricsJsonlCallback,
     PhaseResult,
@@ -22,7 +23,6 @@ from kernelzero.trainers.common import (
     resolve_resume,
     write_resolved_config,
 )
-from kernelzero.trainers.prompts import coder_answer, coder_messages
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class SFTPhaseConfig:
     """-1: train for num_train_epochs."""
     per_device_train_batch_size: int = 2
     gradient_accumulation_steps: int = 1
-    max_length: int = 512
+    max_length: int = 4096
     """Prompt + solution tokens; longer rows are truncated (keep it above your longest solution)."""
     save_steps: int = 1
     save_total_limit: int | None = 2
@@ -95,7 +95,7 @@ class SFTPhaseConfig:
 
 def sft_dataset(
     pairs: Iterable[SolutionPair | tuple[Task, str]],
-    prompt_fn: Callable[[Task, str], list[dict]] = coder_messages,
+    prompt_fn: PromptFn = coder_prompt,
     answer_fn: Callable[[str], str] = coder_answer,
 ):
     """Conversational prompt-completion rows: prompt = the Coder prompt, completion = the formatted solution."""
@@ -119,7 +119,7 @@ def build_sft_trainer(
     config: SFTPhaseConfig,
     pairs: Iterable[SolutionPair | tuple[Task, str]],
     *,
-    prompt_fn: Callable[[Task, str], list[dict]] = coder_messages,
+    prompt_fn: PromptFn = coder_prompt,
     model: Any = None,
     tokenizer: Any = None,
 ):
@@ -150,7 +150,7 @@ def run_sft(
     config: SFTPhaseConfig,
     pairs: Iterable[SolutionPair | tuple[Task, str]],
     *,
-    prompt_fn: Callable[[Task, str], list[dict]] = coder_messages,
+    prompt_fn: PromptFn = coder_prompt,
     model: Any = None,
     tokenizer: Any = None,
     resume: bool | str = "auto",
