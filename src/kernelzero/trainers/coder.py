@@ -13,8 +13,8 @@ r_i = c_i * (1 + T(G) * beta * f(S_i)).
 Dynamic sampling (DAPO), `dynamic_sampling=True`: groups that are all correct or all wrong (on correctness) are set
 to NaN in the matrix, which TRL treats as unscorable: zero advantage, left out of the reward statistics. DAPO also
 *refills* the batch with fresh informative groups; TRL 1.16 has no hook for that short of re-implementing
-`_generate_and_score_completions` (~600 lines), so filtered groups still occupy batch slots (their tokens carry no
-gradient, but count in the "dapo" loss normaliser). Raise the generation batch to compensate.
+`_generate_and_score_completions` (~600 lines), so filtered groups still occupy batch slots (they carry no policy
+gradient, but their tokens count in the "dapo" loss normaliser). Raise the generation batch to compensate.
 """
 
 from __future__ import annotations

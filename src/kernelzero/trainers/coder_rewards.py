@@ -10,6 +10,10 @@ Column values, one per completion on this process (TRL gathers them across proce
     speedup: the raw speedup over eager for a correct, timed rollout; None when correct but untimed (CPU judge) or
              unscored; 0.0 for a wrong rollout. The gate and f() are applied later, on the gathered matrix.
 A completion the parser rejects never reaches the judge: it is a `format_error` verdict, scored 0.
+
+Event loop: TRL runs these coroutines on its own loop in a daemon thread, not the caller's. A judge client must
+therefore not hold asyncio objects bound to another loop; `JudgePool.ajudge` (a thread-pool executor looked up from
+the running loop) is fine.
 """
 
 from __future__ import annotations

@@ -77,6 +77,7 @@ class GRPOPhaseConfig:
         """The TRL GRPOConfig for this phase; `fixed` are fields the trainer's maths depends on (never overridable)."""
         from trl import GRPOConfig
 
+        fixed = {"remove_unused_columns": False, **fixed}  # the reward functions read the dataset's extra columns
         clash = sorted(set(self.grpo_overrides) & (set(fixed) | {"reward_weights"}))
         if clash:
             raise ValueError(f"grpo_overrides may not set {clash}: the trainer's reward maths depends on them")
