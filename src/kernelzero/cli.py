@@ -117,7 +117,7 @@ def solve_command(
         fail(str(e), code=1)
     from rich.console import Console
 
-    Console().print(solve_table(result))
+    Console(width=None if sys.stdout.isatty() else 160).print(solve_table(result))  # logs get the whole table
     write_solve_outputs(result, out)
     best = result.best
     verdict = "solved" if result.solved else "not solved"
