@@ -295,15 +295,17 @@ def read_apis_constant(source: str) -> tuple[str, ...] | None:
     return None
 
 
-def validate_folder(folder: str | os.PathLike, validator: Validator) -> list[ValidationResult]:
-    """Validate every `*.py` in a folder (sorted); each file's API set is its `APIS` constant, else its extracted
-    APIs. Files are checked against the validator's pool, not against each other."""
+def validate_folder(folder: str | os.PathLike, validator: Validator, *, apis_from_name: bool = False
+                    ) -> list[ValidationResult]:  # fmt: skip
+    """Validate every `*.py` in a folder (sorted by name; a later near-copy of an earlier valid file is
+    `duplicate`). A file's API set: with `apis_from_name` its stem split on `__`; else its `APIS` constant; else
+    the APIs it is found to use."""
     from kernelzero.apis import extract_apis
 
     items = []
     for p in sorted(Path(folder).glob("*.py")):
         source = p.read_text(encoding="utf-8")
-        apis = read_apis_constant(source)
+        apis = tuple(p.stem.split("__")) if apis_from_name else read_apis_constant(source)
         if apis is None:
             try:
                 apis = extract_apis(source)
