@@ -40,9 +40,10 @@ from kernelzero.trainers.common import (
     write_resolved_config,
 )
 
-ValidateFn = Callable[[str, Sequence[str]], "tuple[bool, list[str]] | Awaitable[tuple[bool, list[str]]]"]
+Validation = tuple[bool, list[str]]
+ValidateFn = Callable[[str, Sequence[str]], Validation | Awaitable[Validation]]
 """`validate_fn(task_source, api_set) -> (valid, reasons)`, sync or async (an async one runs concurrently)."""
-CoderSuccessFn = Callable[[Task], Awaitable["float | None"]]
+CoderSuccessFn = Callable[[Task], Awaitable[float | None]]
 """`await coder_success_fn(task) -> l(m)` in [0, 1], or None when no sample could be scored (infra failures)."""
 
 
