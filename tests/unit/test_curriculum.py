@@ -59,6 +59,7 @@ def test_static_checks_name_missing_apis_and_duplicates():
     assert (r.reason, r.similar_to, r.similarity) == ("duplicate", "pooled", 1.0)
     assert v.static("t", "class Model: pass", []).reason == "parse"
     assert v.static("t", OTHER, ["nn.Linear", "torch.softmax"]) is None
+    assert v.validate_fn(OTHER, ["nn.Linear", "torch.tanh"]) == (False, ["missing_api: not used by Model: torch.tanh"])
 
 
 def _runs(a, b=None, c=None):

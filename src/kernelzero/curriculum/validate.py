@@ -178,6 +178,11 @@ class Validator:
                 seen.add(name, source)
         return results
 
+    def validate_fn(self, source: str, apis: Sequence[str]) -> tuple[bool, list[str]]:
+        """The Proposer trainer's `validate_fn(task_source, api_set) -> (valid, reasons)` (trainers.proposer)."""
+        r = self.validate(f"proposed_{secrets.token_hex(4)}", source, apis)
+        return r.valid, [] if r.valid else [f"{r.reason}: {r.detail}"]
+
     def _run(self, name: str, source: str, apis: tuple[str, ...]) -> ValidationResult:
         import torch
 
