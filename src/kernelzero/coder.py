@@ -42,8 +42,8 @@ OPTIMIZATION_PRINCIPLES = (
         "before exp)."
     ),
     (
-        "No wasted work: launch enough blocks to fill the GPU, avoid copies of tensors that are already contiguous, and "
-        "compute input-independent values once in __init__ rather than in every forward."
+        "No wasted work: launch enough blocks to fill the GPU, avoid copies of tensors that are already contiguous, "
+        "and compute input-independent values once in __init__ rather than in every forward."
     ),
 )
 

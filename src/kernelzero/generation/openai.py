@@ -70,7 +70,8 @@ class OpenAIPolicy:
         raise GenerationError("OpenAIPolicy.generate() was called inside a running event loop; await agenerate()")
 
     async def agenerate(self, prompts: Sequence[Chat], n: int, sampling: SamplingConfig) -> list[list[Completion]]:
-        """All requests run concurrently, at most `max_concurrency` in flight; the first hard failure cancels the rest."""
+        """All requests run concurrently, at most `max_concurrency` in flight; the first hard failure cancels the
+        rest."""
         check_request(prompts, n)
         limit = asyncio.Semaphore(self.max_concurrency)
         per_request = n if self.n_in_one_request else 1
