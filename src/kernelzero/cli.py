@@ -394,7 +394,9 @@ def propose_command(
     ] = False,
     kernelbench: Annotated[Path | None, typer.Option(help="KernelBench checkout to decontaminate against.")] = None,
     pool: Annotated[
-        Path | None, typer.Option(help="Run directory whose pool.jsonl new tasks must not duplicate.")
+        Path | None,
+        typer.Option(help="Run directory: new tasks must not duplicate its pool.jsonl; valid ones (and their Coder "
+                     "record) are added to it, and its frontier map is drawn beside it."),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the API-set sampler and of generation.")] = 0,
     max_new_tokens: Annotated[int, typer.Option(min=1, help="Cap on generated tokens per completion.")] = 1024,
@@ -412,8 +414,8 @@ def propose_command(
         fail(str(e))
     if kernelbench is not None and not kernelbench.exists():
         fail(f"--kernelbench {kernelbench} does not exist")
-    index = TaskPool.load(pool).index if pool is not None else None
-    validator = Validator(config, pool=index, kernelbench=kernelbench)
+    task_pool = TaskPool.load(pool) if pool is not None else None
+    validator = Validator(config, pool=task_pool.index if task_pool else None, kernelbench=kernelbench)
     if validate is not None:
         _validate_folder(validate, validator, apis_from_name)
         return
@@ -452,11 +454,35 @@ def propose_command(
     except GenerationError as e:
         fail(str(e), code=1)
     tasks_path, summary_path = write_outputs(summary, out)
+    if task_pool is not None:
+        _update_pool(task_pool, summary, pool)
     typer.echo(reasons_table(summary.counts, len(summary.proposals)))
     for p in summary.proposals:
         if p.samples is not None:
             typer.echo(f"{p.name}: l={p.success_rate} over {p.samples} samples, reward={p.reward}")
     typer.echo(f"wrote {summary.counts.get('valid', 0)} valid tasks to {tasks_path}; summary: {summary_path}")
+
+
+def _update_pool(task_pool, summary, run_dir: Path) -> None:
+    """Add the batch's valid tasks (renamed by round) and their Coder record to the pool; redraw the frontier map."""
+    from dataclasses import replace
+
+    from kernelzero.curriculum.frontier import api_rates, pair_rates
+    from kernelzero.curriculum.report import frontier_heatmap, hardest_table
+
+    task_pool.next_round()
+    for p in summary.proposals:
+        if p.result.valid:
+            entry = task_pool.add(replace(p.task(), name=f"r{task_pool.round:03d}_{p.name}"))
+            if p.samples:
+                task_pool.record(entry.name, p.successes, p.samples)
+    path = task_pool.save(run_dir)
+    typer.echo(f"pool: {len(task_pool)} tasks ({len(task_pool.hard())} hard) in {path}")
+    records = task_pool.records()
+    if any(k for _, _, k in records):
+        png = frontier_heatmap(pair_rates(records), run_dir / "frontier.png")
+        typer.echo(hardest_table(api_rates(records)))
+        typer.echo(f"frontier map: {png}")
 
 
 def _validate_folder(folder: Path, validator, apis_from_name: bool) -> None:

@@ -139,7 +139,8 @@ def test_cli_validate_folder_names_each_reason(tmp_path):
 @pytest.mark.usefixtures("tiny_model_dir")
 def test_cli_propose_end_to_end_with_the_tiny_model(tiny_model_dir, tmp_path):
     out = tmp_path / "run" / "tasks.jsonl"
-    proc = _cli("propose", "--n", "3", "--out", str(out), "--device", "cpu", "--max-new-tokens", "64", cwd=tmp_path,
+    proc = _cli("propose", "--n", "3", "--out", str(out), "--device", "cpu", "--max-new-tokens", "64",
+                "--pool", str(tmp_path / "run"), cwd=tmp_path,
                 env_extra={"KERNELZERO_CACHE": str(tiny_model_dir.parent)})  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((out.parent / "tasks.summary.json").read_text())
@@ -147,3 +148,6 @@ def test_cli_propose_end_to_end_with_the_tiny_model(tiny_model_dir, tmp_path):
     assert all(t["reward"] == -0.5 for t in summary["tasks"] if not t["valid"])  # rho for every rejected task
     assert out.read_text().count("\n") == summary["valid"]
     assert "verdict" in proc.stdout and "wrote" in proc.stdout
+    from kernelzero.curriculum.pool import TaskPool
+
+    assert len(TaskPool.load(tmp_path / "run")) == summary["valid"] and TaskPool.load(tmp_path / "run").round == 1

@@ -160,3 +160,38 @@ def test_reasons_table_and_heatmap(tmp_path):
     png = frontier_heatmap(pair_rates(records), tmp_path / "map.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert hardest_table(api_rates(records)).splitlines()[1].split()[:2] == ["torch.sum", "0.00"]
+
+
+class _Stub:
+    """A policy that answers every chat with the same text."""
+
+    def __init__(self, text: str, name: str = "stub"):
+        self.text, self.name = text, name
+
+    def generate(self, prompts, n, sampling):
+        from kernelzero.generation.base import Completion
+
+        return [[Completion(self.text, "stop") for _ in range(n)] for _ in prompts]
+
+
+def test_propose_batch_scores_valid_tasks_with_coder_samples(tmp_path):
+    """Proposer -> validation (a real worker) -> k Coder samples judged by a stub judge -> l(m) and r_P."""
+    from kernelzero.curriculum.propose import propose_batch, write_outputs
+    from kernelzero.judge.verdict import Verdict
+
+    proposer = _Stub("Here is the task:\n```python\n" + OTHER + "```\n")
+    coder = _Stub("```python\nclass ModelNew:\n    pass\n```")
+    calls = iter([True, False, False, True, True, True])  # task 0 gets T F F T; the batch's 2nd set is invalid
+
+    def judge_fn(task, code, backend):
+        return Verdict.fail("incorrect", "stub") if not next(calls) else Verdict(status="ok", correct=True)
+
+    sets = [("nn.Linear", "torch.softmax"), ("nn.Linear", "torch.tanh")]  # the second misses tanh
+    summary = propose_batch(proposer, sets, Validator(ValidationConfig(device="cpu")), coder=coder, k=4,
+                            judge_fn=judge_fn)  # fmt: skip
+    first, second = summary.proposals
+    assert first.result.valid and (first.successes, first.samples, first.success_rate) == (2, 4, 0.5)
+    assert first.reward == pytest.approx(1.0) and second.reward == -0.5
+    assert (second.result.reason, second.samples) == ("missing_api", None)
+    tasks, side = write_outputs(summary, tmp_path / "t.jsonl")
+    assert tasks.read_text().count("\n") == 1 and '"missing_api": 1' in side.read_text()

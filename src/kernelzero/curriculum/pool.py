@@ -122,6 +122,10 @@ class TaskPool:
             out.append(replace(e.task, origin="recycled"))
         return out
 
+    def records(self) -> list[tuple[tuple[str, ...], int, int]]:
+        """(apis, successes, attempts) per task: the input of `frontier.api_rates` / `pair_rates`."""
+        return [(e.task.apis, e.successes, e.attempts) for e in self.entries.values()]
+
     def api_sets(self) -> list[tuple[str, ...]]:
         """The API sets in the pool (for the sampler's `avoid`)."""
         return [e.task.apis for e in self.entries.values() if e.task.apis]
