@@ -82,10 +82,16 @@ class OpenAIPolicy:
             async with limit:
                 return await self._complete(chat, k, sampling)
 
-        jobs = [(i, one(chat, per_request)) for i, chat in enumerate(prompts) for _ in range(n // per_request)]
-        results = await asyncio.gather(*(job for _, job in jobs))
+        owners = [i for i in range(len(prompts)) for _ in range(n // per_request)]  # prompt index of each request
+        tasks = [asyncio.ensure_future(one(prompts[i], per_request)) for i in owners]
+        try:
+            results = await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            raise
         out: list[list[Completion]] = [[] for _ in prompts]
-        for (i, _), completions in zip(jobs, results, strict=True):
+        for i, completions in zip(owners, results, strict=True):
             out[i].extend(completions)
         return out
 

@@ -232,6 +232,7 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
 
 
 JOBS = {"reference": _job_reference, "candidate": _job_candidate}
+JOBS["validate"] = __import__("kernelzero.judge.validate_job").judge.validate_job.bind(sys.modules[__name__])
 
 
 def main(argv: list[str]) -> int:
