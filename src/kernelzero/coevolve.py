@@ -1,0 +1,529 @@
+"""The co-evolution loop behind `kernelzero train`: rounds of Proposer phase -> task batch -> Coder phase -> frontier,
+each unit of work committed to the run directory so that a killed run resumes where it stopped.
+
+One round r is four units, run in order and each recorded in `state.json` when it completes:
+  r{r}.proposer  sample API sets; GRPO on the Proposer (frontier reward r_P over l(m) of the *frozen* Coder);
+                 every proposal -> tasks.jsonl, every l(m) sample -> verdicts.jsonl
+  r{r}.tasks     the trained Proposer writes one task per API set; each is validated in the sandbox; valid ones get
+                 k frozen-Coder samples (l(m)) and join the pool; hard tasks are recycled; the Coder's task list is
+                 fixed (seed tasks shipped in the package when the pool gives none, and the loop says so)
+  r{r}.coder     CA-GRPO on that list, the Proposer unused; every rollout -> verdicts.jsonl
+  r{r}.frontier  the round's Coder verdicts are recorded in the pool (frontier statistics, hard pool); next round
+Models: round r's phases start from round r-1's `final/` weights of the same role (`checkpoints/round-r/<role>/`).
+
+Resume (see `runlog` for the file guarantees): `state.json` (atomic) holds the completed units, the task pool's
+state_dict, each round's API sets and Coder task list, and the current model of each role; a unit that was not
+committed is re-run from that state. Inside a phase TRL resumes from the phase's last *complete* checkpoint (a
+checkpoint torn by a kill is deleted first: transformers would otherwise pick it). Records are keyed
+(round, phase, step, index) and appended once: the re-run of a unit, or the re-generation of the step that was in
+flight, skips keys already written. With deterministic hardware the re-run reproduces the lost work exactly (TRL
+restores its RNG state from the checkpoint; every other draw is seeded from (seed, round)); otherwise the records
+keep the first attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import math
+import shutil
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from kernelzero.config import RunConfig, config_from_dict
+from kernelzero.runlog import KeyedLog, fault, read_json, write_json_atomic
+from kernelzero.tasks import Task, task_from_record, task_to_record
+
+logger = logging.getLogger("kernelzero.coevolve")
+
+STATE_FILE, CONFIG_FILE = "state.json", "config.json"
+TASKS_FILE, VERDICTS_FILE, METRICS_FILE = "tasks.jsonl", "verdicts.jsonl", "metrics.jsonl"
+UNITS = ("proposer", "tasks", "coder", "frontier")
+
+
+def unit_name(r: int, unit: str) -> str:
+    return f"r{r}.{unit}"
+
+
+@dataclass
+class RunState:
+    """What `state.json` holds; written atomically after every unit."""
+
+    round: int = 0
+    completed: list[str] = field(default_factory=list)
+    pool: dict | None = None  # TaskPool.state_dict()
+    rounds: dict[str, dict] = field(default_factory=dict)  # "r" -> {"api_sets": ..., "coder_tasks": ..., ...}
+    models: dict[str, str | None] = field(default_factory=lambda: {"coder": None, "proposer": None})
+    finished: bool = False
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> RunState:
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+
+
+def seed_tasks(spec: str) -> list[Task]:
+    """The fallback Coder tasks: `builtin` (shipped in the package), a folder, a .jsonl corpus, or `none`."""
+    from kernelzero.tasks import load_tasks, read_corpus
+
+    if spec == "none":
+        return []
+    if spec == "builtin":
+        folder = resources.files("kernelzero").joinpath("data", "seed_tasks")
+        with resources.as_file(folder) as path:
+            tasks = load_tasks(path)
+    elif spec.endswith(".jsonl"):
+        tasks = read_corpus(spec)
+    else:
+        tasks = load_tasks(spec)
+    return [dataclasses.replace(t, name=f"seed-{t.name}", origin="user", path=None) for t in tasks]
+
+
+def clean_torn_checkpoints(output_dir: Path) -> list[str]:
+    """Delete checkpoint-N folders a kill left incomplete (transformers writes trainer_state.json last)."""
+    removed = []
+    for ckpt in sorted(output_dir.glob("checkpoint-*")) if output_dir.is_dir() else []:
+        try:
+            json.loads((ckpt / "trainer_state.json").read_text())
+        except (OSError, ValueError):
+            shutil.rmtree(ckpt)
+            removed.append(ckpt.name)
+    return removed
+
+
+@contextlib.contextmanager
+def checkpoint_fault(phase: str):
+    """Test hook: with KZ_FAULT_AT=<phase>:checkpoint the process dies inside a TRL checkpoint write, after the
+    weights and optimizer are saved and before trainer_state.json (a torn checkpoint)."""
+    import os
+
+    from kernelzero.runlog import FAULT_ENV
+
+    if os.environ.get(FAULT_ENV) != f"{phase}:checkpoint":
+        yield
+        return
+    from transformers import Trainer
+
+    original = Trainer._save_rng_state
+
+    def dying(self, output_dir):
+        fault(f"{phase}:checkpoint")
+        return original(self, output_dir)
+
+    Trainer._save_rng_state = dying
+    try:
+        yield
+    finally:
+        Trainer._save_rng_state = original
+
+
+class CoEvolution:
+    """One run directory and the loop over it. `run()` does (or finishes) every round; `say` receives progress."""
+
+    def __init__(self, config: RunConfig, run_dir: str | Path, *, say: Callable[[str], None] | None = None,
+                 progress: Any = None):  # fmt: skip
+        self.config = config
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.say = say or (lambda msg: logger.info("%s", msg))
+        self.progress = progress  # a rich Progress, or None
+        saved = read_json(self.run_dir / CONFIG_FILE)
+        if saved is None:
+            write_json_atomic(self.run_dir / CONFIG_FILE, config.to_dict())
+        elif saved != json.loads(json.dumps(config.to_dict(), default=str)):
+            raise ValueError(f"{self.run_dir} holds a run with a different config; resume it with --resume only")
+        self.state = RunState.from_dict(read_json(self.run_dir / STATE_FILE, {}))
+        self.tasks_log = KeyedLog(self.run_dir / TASKS_FILE)
+        self.verdicts_log = KeyedLog(self.run_dir / VERDICTS_FILE)
+        self.metrics_log = KeyedLog(self.run_dir / METRICS_FILE)
+        for log in (self.tasks_log, self.verdicts_log, self.metrics_log):
+            if log.dropped_torn_line:
+                self.say(f"resume: dropped a torn last line of {log.path.name}")
+        self._judge = None
+        self._tb = None
+        self.fallback_notes: list[str] = []
+
+    @classmethod
+    def resume(cls, run_dir: str | Path, **kw: Any) -> CoEvolution:
+        saved = read_json(Path(run_dir) / CONFIG_FILE)
+        if saved is None:
+            raise FileNotFoundError(f"{run_dir} is not a run directory (no {CONFIG_FILE})")
+        return cls(config_from_dict(saved), run_dir, **kw)
+
+    # ------------------------------------------------------------------ plumbing
+    def pool(self):
+        from kernelzero.curriculum.pool import TaskPool
+
+        pool = TaskPool()
+        if self.state.pool is not None:
+            pool.load_state_dict(self.state.pool)
+        return pool
+
+    def commit(self, unit: str, pool=None, next_round: bool = False, **round_data: Any) -> None:
+        """Mark `unit` complete, with the pool and round data it produced, in one atomic write of state.json."""
+        r = str(self.state.round)
+        if pool is not None:
+            self.state.pool = pool.state_dict()
+        if round_data:
+            self.state.rounds.setdefault(r, {}).update(round_data)
+        self.state.completed.append(unit)
+        if next_round:
+            self.state.round += 1
+        write_json_atomic(self.run_dir / STATE_FILE, self.state.to_dict())
+        fault(f"committed:{unit}")
+
+    def judge(self):
+        if self._judge is None:
+            from kernelzero.judge.pool import JudgePool
+
+            self._judge = JudgePool(self.config.judge, workers=self.config.judge_workers)
+        return self._judge
+
+    def tensorboard(self):
+        if self._tb is None and self.config.tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._tb = SummaryWriter(str(self.run_dir / "tensorboard"))
+        return self._tb
+
+    def log_metrics(self, r: int, phase: str, step: int, values: dict[str, float]) -> None:
+        clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in values.items()}
+        if self.metrics_log.append((r, phase, step, 0), {"round": r, "phase": phase, "step": step, **clean}):
+            tb = self.tensorboard()
+            if tb is not None:
+                x = self._global_step(r, phase, step)
+                for k, v in clean.items():
+                    if isinstance(v, (int, float)) and v is not None:
+                        tb.add_scalar(k, v, x)
+                tb.flush()
+
+    def _global_step(self, r: int, phase: str, step: int) -> int:
+        per = {"proposer": self.config.proposer.max_steps, "coder": self.config.coder.max_steps}
+        return r * per.get(phase, 1) + step
+
+    def _advance(self, label: str, total: int | None = None) -> Callable[[], None]:
+        if self.progress is None:
+            return lambda: None
+        job = self.progress.add_task(label, total=total)
+        return lambda: self.progress.advance(job)
+
+    def _phase_config(self, role: str, r: int):
+        base = getattr(self.config, role)
+        overrides = dict(base.grpo_overrides)
+        overrides.setdefault("disable_tqdm", self.progress is not None)
+        report_to = list(base.report_to)
+        if self.config.tensorboard and "tensorboard" not in report_to:
+            report_to.append("tensorboard")
+        model = self.state.models.get(role) or base.model
+        return dataclasses.replace(base, output_dir=str(self.run_dir / "checkpoints" / f"round-{r}" / role),
+                                   model=model, seed=self.config.seed + 1000 * r + (0 if role == "proposer" else 1),
+                                   report_to=report_to, grpo_overrides=overrides)  # fmt: skip
+
+    def _policy(self, role: str):
+        """The current (frozen) weights of a role as a generation backend."""
+        from kernelzero.generation import load_policy
+
+        path = self.state.models.get(role) or getattr(self.config, role).model
+        device = "cpu" if getattr(self.config, role).use_cpu else "auto"
+        return load_policy(path, device=device) if path else load_policy(None, device=device)
+
+    def _sampling(self, r: int, salt: int):
+        from kernelzero.generation.base import SamplingConfig
+
+        loop = self.config.loop
+        return SamplingConfig(temperature=loop.temperature, max_new_tokens=loop.max_new_tokens,
+                              seed=self.config.seed * 7919 + 1000 * r + salt)  # fmt: skip
+
+    def _validator(self, pool):
+        from kernelzero.curriculum.validate import Validator
+
+        return Validator(self.config.validation, pool=pool.index, kernelbench=self.config.loop.kernelbench)
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> RunState:
+        if self.state.finished:
+            self.say("the run is already complete")
+            return self.state
+        if self.state.completed:
+            self.say(f"resuming at round {self.state.round}, after {self.state.completed[-1]}")
+        try:
+            while self.state.round < self.config.rounds:
+                r = self.state.round
+                for unit in UNITS:
+                    if unit_name(r, unit) not in self.state.completed:
+                        getattr(self, f"_unit_{unit}")(r)
+            self.state.finished = True
+            write_json_atomic(self.run_dir / STATE_FILE, self.state.to_dict())
+        finally:
+            if self._judge is not None:
+                self._judge.close()
+                self._judge = None
+            if self._tb is not None:
+                self._tb.close()
+                self._tb = None
+        return self.state
+
+    # ------------------------------------------------------------------ r.proposer
+    def _api_sets(self, r: int, pool) -> list[list[str]]:
+        from kernelzero.apis import SamplerConfig, load_cooccurrence, sample_api_sets
+
+        loop = self.config.loop
+        sampler = SamplerConfig(n=loop.api_sets_per_round, seed=self.config.seed * 1009 + r,
+                                pair_fraction=loop.pair_fraction, cover=False)  # fmt: skip
+        return [list(s) for s in sample_api_sets(load_cooccurrence(), sampler, avoid=pool.api_sets())]
+
+    def _unit_proposer(self, r: int) -> None:
+        from kernelzero.trainers import run_proposer_phase
+
+        pool = self.pool()
+        api_sets = self._api_sets(r, pool)
+        cfg = self._phase_config("proposer", r)
+        self.say(f"round {r}: Proposer phase ({cfg.max_steps} step(s) x {cfg.num_generations} generations over "
+                 f"{len(api_sets)} API sets; the Coder is frozen)")  # fmt: skip
+        validator = self._validator(pool)
+        coder = self._policy("coder") if self.config.loop.coder_k > 0 else None
+        pending: dict[str, list[tuple[str, str | None, Any]]] = {}
+        gen_lock = threading.Lock()
+        k, backend = self.config.loop.coder_k, self.config.backend
+
+        async def coder_success_fn(task: Task) -> float | None:
+            if coder is None:
+                return None
+            from kernelzero.coder import coder_messages, parse_coder_completion
+            from kernelzero.judge.verdict import Verdict
+            from kernelzero.parsing import ParsedCode
+
+            def generate():
+                with gen_lock:
+                    return coder.generate([coder_messages(task.source, backend)], k, self._sampling(r, 1))[0]
+
+            completions = await asyncio.to_thread(generate)
+            rows, verdicts = [], []
+            for c in completions:
+                parsed = parse_coder_completion(c.text)
+                code = parsed.code if isinstance(parsed, ParsedCode) else None
+                rows.append((c.text, code))
+                verdicts.append(await self.judge().ajudge(task, code, backend) if code is not None else Verdict.fail(
+                    "format_error", parsed.reason, guard="parse", backend=backend, task=task.name))
+            pending[task.name] = [(text, code, v) for (text, code), v in zip(rows, verdicts)]
+            judged = [v.correct for v in verdicts if v.scored]
+            return sum(judged) / len(judged) if judged else None
+
+        advance = self._advance(f"round {r} Proposer steps", cfg.max_steps)
+
+        def on_rewards(rec) -> None:
+            raw, final = rec.raw[:, 0].tolist(), rec.final[:, 0].tolist()
+            for i, o in enumerate(rec.outcomes):
+                self.tasks_log.append((r, "proposer", rec.step, i), {
+                    "round": r, "phase": "proposer", "step": rec.step, "name": o.task_name, "apis": list(o.api_set),
+                    "source": o.source, "valid": o.valid, "reasons": o.reasons, "success_rate": o.success_rate,
+                    "reward_raw": _num(raw[i]), "reward": _num(final[i])})  # fmt: skip
+                for j, (text, code, v) in enumerate(pending.pop(o.task_name, []) if o.task_name else []):
+                    self._write_verdict((r, "proposer", rec.step, i * max(k, 1) + j), o.task_name, o.source or "",
+                                        list(o.api_set), text, code, v)  # fmt: skip
+            valid = [o.valid for o in rec.outcomes]
+            rewards = [x for x in final if not math.isnan(x)]
+            self.log_metrics(r, "proposer", rec.step, {
+                "proposer/valid_share": sum(valid) / len(valid),
+                "proposer/reward_mean": sum(rewards) / len(rewards) if rewards else math.nan,
+                "proposer/coder_success_mean": _mean([o.success_rate for o in rec.outcomes]),
+            })  # fmt: skip
+            self.say(f"  proposer step {rec.step}: {sum(valid)}/{len(valid)} valid tasks")
+            advance()
+            fault(f"proposer:step{rec.step}")
+
+        self._run_phase("proposer", cfg, lambda: run_proposer_phase(
+            cfg, api_sets, validator.validate_fn, coder_success_fn, on_rewards=on_rewards))
+        self.state.models["proposer"] = str(Path(cfg.output_dir) / "final")
+        self.commit(unit_name(r, "proposer"), api_sets=api_sets)
+
+    def _run_phase(self, role: str, cfg, run: Callable[[], Any]) -> None:
+        removed = clean_torn_checkpoints(Path(cfg.output_dir))
+        if removed:
+            self.say(f"resume: removed torn checkpoint(s) {', '.join(removed)} of the {role} phase")
+        with checkpoint_fault(role):
+            result = run()
+        if result.resumed_from:
+            self.say(f"  {role} phase resumed from {Path(result.resumed_from).name}")
+
+    def _write_verdict(self, key, task_name: str, task_source: str, apis: list[str], completion: str,
+                       code: str | None, verdict) -> None:  # fmt: skip
+        self.verdicts_log.append(key, {
+            "round": key[0], "phase": key[1], "step": key[2], "task": task_name, "task_source": task_source,
+            "apis": apis, "backend": verdict.backend or self.config.backend, "completion": completion,
+            "solution": code, "status": verdict.status, "correct": verdict.correct,
+            "verdict": verdict.to_dict()})  # fmt: skip
+
+    # ------------------------------------------------------------------ r.tasks
+    def _unit_tasks(self, r: int) -> None:
+        from kernelzero.curriculum.frontier import batch_rewards, success_rate
+        from kernelzero.curriculum.propose import propose_batch
+
+        loop = self.config.loop
+        pool = self.pool()
+        api_sets = self.state.rounds[str(r)]["api_sets"][: loop.tasks_per_round]
+        self.say(f"round {r}: the trained Proposer writes {len(api_sets)} tasks; validating them in the sandbox")
+        proposer = self._policy("proposer")
+        summary = propose_batch(proposer, api_sets, self._validator(pool), sampling=self._sampling(r, 2),
+                                name_prefix=f"r{r}-task")  # fmt: skip
+        del proposer
+        valid = [p for p in summary.proposals if p.result.valid]
+        if valid and loop.coder_k > 0:
+            from kernelzero.solve import solve
+
+            coder = self._policy("coder")
+            self.say(f"  judging {loop.coder_k} frozen-Coder samples on each of {len(valid)} valid tasks (l(m))")
+            for i, p in enumerate(summary.proposals):
+                if not p.result.valid:
+                    continue
+                res = solve(p.task(), coder, backend=self.config.backend, judge_fn=self.judge().judge,
+                            samples=loop.coder_k, sampling=self._sampling(r, 3 + i))  # fmt: skip
+                correct = [None if ro.verdict.status == "infra_error" else ro.verdict.correct for ro in res.rollouts]
+                p.samples = sum(c is not None for c in correct)
+                p.successes = sum(bool(c) for c in correct)
+                p.success_rate = success_rate(correct)
+                for j, ro in enumerate(res.rollouts):
+                    self._write_verdict((r, "tasks", 0, i * loop.coder_k + j), p.name, p.source or "",
+                                        list(p.apis), ro.completion.text, ro.code, ro.verdict)  # fmt: skip
+        rewards = batch_rewards([p.result.valid for p in summary.proposals],
+                                [p.success_rate for p in summary.proposals],
+                                [p.source or "" for p in summary.proposals], self.config.proposer.reward)  # fmt: skip
+        for i, (p, reward) in enumerate(zip(summary.proposals, rewards)):
+            self.tasks_log.append((r, "tasks", 0, i), {
+                "round": r, "phase": "tasks", "step": 0, "name": p.name, "apis": list(p.apis), "source": p.source,
+                "valid": p.result.valid, "reasons": [] if p.result.valid else [p.result.reason],
+                "detail": p.result.detail, "success_rate": p.success_rate, "successes": p.successes,
+                "samples": p.samples, "reward": reward})  # fmt: skip
+            fault("tasks:written")
+        hard = pool.draw_hard(loop.hard_per_round)
+        for p in valid:
+            pool.add(p.task())
+            if p.samples:
+                pool.record(p.name, p.successes or 0, p.samples)
+        coder_tasks = [p.task() for p in valid] + hard
+        seeds_used = False
+        if not coder_tasks or loop.seed_tasks_always:
+            seeds = seed_tasks(loop.seed_tasks)
+            if not coder_tasks and seeds:
+                note = (f"round {r}: the Proposer produced no valid task ({len(summary.proposals)} proposed: "
+                        f"{_reasons(summary.counts)}) and the pool has no hard task to recycle, so the Coder phase "
+                        f"trains on the {len(seeds)} seed tasks shipped in the package")  # fmt: skip
+                self.say(note)
+                self.fallback_notes.append(note)
+            seeds_used = bool(seeds)
+            coder_tasks += [t for t in seeds if t.name not in {c.name for c in coder_tasks}]
+            for t in seeds:
+                if t.name not in pool:
+                    pool.add(t)
+        coder_tasks = coder_tasks[: loop.coder_tasks_max]
+        self.log_metrics(r, "tasks", 0, {"tasks/proposed": len(summary.proposals), "tasks/valid": len(valid),
+                                         "tasks/valid_share": len(valid) / max(1, len(summary.proposals)),
+                                         "tasks/recycled_hard": len(hard), "tasks/coder_tasks": len(coder_tasks)})
+        self.say(f"  {len(valid)}/{len(summary.proposals)} valid ({_reasons(summary.counts)}); "
+                 f"{len(hard)} hard task(s) recycled; the Coder trains on {len(coder_tasks)} task(s)")  # fmt: skip
+        self.commit(unit_name(r, "tasks"), pool=pool, coder_tasks=[task_to_record(t) for t in coder_tasks],
+                    seed_fallback=seeds_used, valid=len(valid), proposed=len(summary.proposals))  # fmt: skip
+        pool.save(self.run_dir)
+
+    # ------------------------------------------------------------------ r.coder
+    def _unit_coder(self, r: int) -> None:
+        from kernelzero.coder import parse_coder_completion
+        from kernelzero.parsing import ParsedCode
+        from kernelzero.trainers import run_coder_phase
+
+        tasks = [task_from_record(t, "state.json", 0) for t in self.state.rounds[str(r)]["coder_tasks"]]
+        if not tasks:
+            self.say(f"round {r}: no Coder tasks (seed_tasks = none): Coder phase skipped")
+            self.commit(unit_name(r, "coder"))
+            return
+        by_name = {t.name: t for t in tasks}
+        cfg = self._phase_config("coder", r)
+        self.say(f"round {r}: Coder phase, CA-GRPO ({cfg.max_steps} step(s) x {cfg.num_generations} rollouts on "
+                 f"{len(tasks)} task(s); the Proposer is frozen)")  # fmt: skip
+        advance = self._advance(f"round {r} Coder steps", cfg.max_steps)
+
+        def on_rewards(rec) -> None:
+            for i, (name, text, v) in enumerate(zip(rec.task_names, rec.completions, rec.verdicts)):
+                t = by_name.get(name)
+                parsed = parse_coder_completion(text)
+                code = parsed.code if isinstance(parsed, ParsedCode) else None
+                self._write_verdict((r, "coder", rec.step, i), name, t.source if t else "",
+                                    list(t.apis) if t else [], text, code, v)  # fmt: skip
+            correct = rec.raw[:, 0]
+            groups = correct.view(-1, rec.group_size)
+            acc = [float(g[~g.isnan()].mean()) if (~g.isnan()).any() else math.nan for g in groups]
+            alpha = cfg.gate.alpha
+            gated = rec.gated.nan_to_num(0.0)
+            reward = gated[:, 0] + cfg.gate.beta * gated[:, 1]
+            statuses = Counter(v.status for v in rec.verdicts)
+            self.log_metrics(r, "coder", rec.step, {
+                "coder/pass_rate": _mean([float(x) for x in correct.tolist()]),
+                "coder/gate_open_share": _mean([float(a >= alpha) if not math.isnan(a) else math.nan for a in acc]),
+                "coder/reward_mean": float(reward.mean()),
+                **{f"judge/status/{s}": n for s, n in sorted(statuses.items())},
+            })  # fmt: skip
+            self.say(f"  coder step {rec.step}: {sum(v.correct for v in rec.verdicts)}/{len(rec.verdicts)} correct "
+                     f"({', '.join(f'{s} {n}' for s, n in statuses.most_common())})")  # fmt: skip
+            advance()
+            fault(f"coder:step{rec.step}")
+
+        self._run_phase("coder", cfg, lambda: run_coder_phase(cfg, tasks, self.judge().ajudge, on_rewards=on_rewards))
+        self.state.models["coder"] = str(Path(cfg.output_dir) / "final")
+        self.commit(unit_name(r, "coder"))
+
+    # ------------------------------------------------------------------ r.frontier
+    def _unit_frontier(self, r: int) -> None:
+        from kernelzero.curriculum.frontier import api_rates, pair_rates
+
+        pool = self.pool()
+        per_task: dict[str, list[int]] = {}
+        for rec in self.verdicts_log.records():
+            if rec["key"][0] == r and rec["key"][1] == "coder" and rec["status"] != "infra_error":
+                st = per_task.setdefault(rec["task"], [0, 0])
+                st[0] += bool(rec["correct"])
+                st[1] += 1
+        for name, (s, k) in per_task.items():
+            if name in pool:
+                pool.record(name, s, k)
+        hard = len(pool.hard())
+        pairs, apis = pair_rates(pool.records()), api_rates(pool.records())
+        self.log_metrics(r, "round", 0, {"pool/tasks": len(pool), "pool/hard": hard, "pool/api_pairs": len(pairs),
+                                         "pool/apis": len(apis),
+                                         "coder/round_pass_rate": _ratio(per_task.values())})  # fmt: skip
+        pool.next_round()
+        self.say(f"round {r}: frontier updated: {len(pool)} task(s) in the pool, {hard} hard")
+        self.commit(unit_name(r, "frontier"), pool=pool, next_round=True)
+        pool.save(self.run_dir)
+
+
+def _num(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def _mean(xs) -> float:
+    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+def _ratio(pairs) -> float:
+    pairs = list(pairs)
+    n = sum(k for _, k in pairs)
+    return sum(s for s, _ in pairs) / n if n else math.nan
+
+
+def _reasons(counts: Counter) -> str:
+    return ", ".join(f"{reason} {n}" for reason, n in counts.most_common()) or "none"
+
+
+__all__ = ["CONFIG_FILE", "STATE_FILE", "TASKS_FILE", "UNITS", "VERDICTS_FILE", "CoEvolution", "RunState",
+           "clean_torn_checkpoints", "seed_tasks", "unit_name"]  # fmt: skip

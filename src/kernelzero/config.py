@@ -1,0 +1,242 @@
+"""The run configuration of `kernelzero train`: one `RunConfig` with the phase configs nested, presets, YAML/JSON I/O.
+
+Defaults are the embedded smoke run (tiny model, CPU, Triton interpreter, one round of a few steps). `preset("paper")`
+is the paper's scale (Qwen2.5-Coder-7B-Instruct, 4 rounds x 20 GRPO steps per role). A file holds any subset of the
+fields, nested like the dataclasses; `load_config` starts from a preset and overrides field by field, and every
+error names the field path and what it accepts. Importing this module does not import torch or TRL: the phase
+configs are imported on first use (`RunConfig()` does import them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelzero.curriculum.validate import ValidationConfig
+from kernelzero.judge.options import BACKENDS, JudgeOptions
+
+PRESETS = ("tiny", "paper")
+
+
+def _coder_default():
+    from kernelzero.trainers.coder import CoderPhaseConfig
+
+    # 2 steps x 8 rollouts (2 tasks x 4 per step): every seed task is met once, and the phase has a checkpoint to
+    # resume from inside it. The completions table is not printed (verdicts.jsonl holds every rollout).
+    return CoderPhaseConfig(max_steps=2, per_device_train_batch_size=8, max_completion_length=48,
+                            log_completions=False)
+
+
+def _proposer_default():
+    from kernelzero.trainers.proposer import ProposerPhaseConfig
+
+    return ProposerPhaseConfig(max_steps=1, max_completion_length=48, log_completions=False)
+
+
+@dataclass
+class LoopConfig:
+    """What one round does besides the two GRPO phases: API sets, task generation, the pool, l(m)."""
+
+    api_sets_per_round: int = 4
+    """API sets sampled per round (the Proposer phase's prompts and the task batch's). The paper: 4,000 in all."""
+    pair_fraction: float = 0.5
+    """Share of pairs among the sampled API sets; the rest are triples."""
+    tasks_per_round: int = 4
+    """Tasks the trained Proposer writes (one per API set, validated in the sandbox) into the pool each round."""
+    coder_k: int = 2
+    """k: Coder samples judged per valid proposed task to measure l(m) (the Proposer reward and the pool record)."""
+    hard_per_round: int = 4
+    """Hard tasks (attempted, never solved) recycled into each round's Coder phase."""
+    coder_tasks_max: int = 16
+    """Cap on the tasks of one Coder phase (new valid tasks first, then recycled hard ones)."""
+    seed_tasks: str = "builtin"
+    """Tasks for a Coder phase that has none from the pool: `builtin` (src/kernelzero/data/seed_tasks), a folder or
+    a .jsonl corpus, or `none` (then the Coder phase is skipped)."""
+    seed_tasks_always: bool = False
+    """Add the seed tasks to every Coder phase, not only when the pool gives none."""
+    max_new_tokens: int = 256
+    """Token cap of the trained Proposer's task generation and of the frozen Coder's l(m) samples."""
+    temperature: float = 1.0
+    """Sampling temperature of that generation."""
+    kernelbench: str | None = None
+    """KernelBench checkout to decontaminate proposed tasks against (None: no decontamination check)."""
+
+    def __post_init__(self) -> None:
+        for name in ("api_sets_per_round", "tasks_per_round", "coder_tasks_max"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"loop.{name} must be >= 1, got {getattr(self, name)!r}")
+        for name in ("coder_k", "hard_per_round"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"loop.{name} must be >= 0, got {getattr(self, name)!r}")
+        if not 0.0 <= self.pair_fraction <= 1.0:
+            raise ValueError(f"loop.pair_fraction must be in [0, 1], got {self.pair_fraction!r}")
+
+
+@dataclass
+class RunConfig:
+    """Everything `kernelzero train` needs. Phase `output_dir`s are set by the loop (run_dir/checkpoints/...)."""
+
+    preset: str = "tiny"
+    """The preset these values started from (recorded; `tiny` or `paper`)."""
+    seed: int = 0
+    """Seeds the API-set sampler, generation and both trainers (each round and phase derives its own)."""
+    rounds: int = 1
+    """Co-evolution rounds; each is a Proposer phase, a task batch, then a Coder phase."""
+    backend: str = "triton"
+    """Kernel language the Coder writes in this run: triton or cuda."""
+    coder: Any = field(default_factory=_coder_default)
+    """The Coder phase (`kernelzero.trainers.CoderPhaseConfig`): CA-GRPO gate, steps, group size, model."""
+    proposer: Any = field(default_factory=_proposer_default)
+    """The Proposer phase (`kernelzero.trainers.ProposerPhaseConfig`): rho, repetition penalty, steps, model."""
+    loop: LoopConfig = field(default_factory=LoopConfig)
+    """API sets, task batch, hard pool and l(m) sampling."""
+    validation: ValidationConfig = field(default_factory=ValidationConfig)
+    """Task validation in the sandbox (budget, thresholds, device)."""
+    judge: JudgeOptions = field(default_factory=lambda: JudgeOptions(trials=2))
+    """The judge of every Coder sample (device auto: CUDA when present, else the Triton interpreter)."""
+    judge_workers: int | None = None
+    """Candidates judged concurrently (default: the CPU count on CPU, 4 on GPU)."""
+    tensorboard: bool = True
+    """Write TensorBoard events (the loop's own and TRL's) besides the JSONL metrics."""
+
+    def __post_init__(self) -> None:
+        if self.preset not in PRESETS:
+            raise ValueError(f"preset must be one of {', '.join(PRESETS)}, got {self.preset!r}")
+        if self.rounds < 1:
+            raise ValueError(f"rounds must be >= 1, got {self.rounds!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.backend not in self.coder.backends:
+            self.coder = dataclasses.replace(self.coder, backends=(self.backend,))
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True, default=str)
+
+
+# ---------------------------------------------------------------------------------------------------------- presets
+def preset(name: str) -> RunConfig:
+    """`tiny`: the defaults (CPU smoke run, minutes). `paper`: Qwen2.5-Coder-7B-Instruct for both roles, 4 rounds x
+    20 GRPO steps per role, vLLM colocated, ZeRO-3, 512 API sets and 64 tasks per round, k = 8 for l(m); launch it
+    with `accelerate launch --config_file configs/accelerate/zero3.yaml -m kernelzero.cli train --preset paper`."""
+    if name == "tiny":
+        return RunConfig()
+    if name == "paper":
+        from kernelzero.trainers.presets import coder_preset, proposer_preset
+
+        return RunConfig(
+            preset="paper",
+            rounds=4,
+            coder=coder_preset("runs/coder"),
+            proposer=proposer_preset("runs/proposer"),
+            loop=LoopConfig(api_sets_per_round=512, tasks_per_round=64, coder_k=8, hard_per_round=32,
+                            coder_tasks_max=256, max_new_tokens=1024),  # fmt: skip
+            judge=JudgeOptions(device="cuda", trials=5),
+            validation=ValidationConfig(device="cuda"),
+        )
+    raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {name!r}")
+
+
+# ---------------------------------------------------------------------------------------------------------- loading
+class ConfigError(ValueError):
+    """A configuration file or value that cannot be used; the message names the field path."""
+
+
+def _field_type(cls: type, f: dataclasses.Field, current: Any) -> Any:
+    if f.type == "Any" or f.type is Any:  # the phase configs: typed by their default value
+        return type(current)
+    hints = typing.get_type_hints(cls)
+    return hints[f.name]
+
+
+def _convert(value: Any, tp: Any, path: str, current: Any) -> Any:
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: expected a mapping of {tp.__name__} fields, got {value!r}")
+        return merge(current if isinstance(current, tp) else tp(), value, path)
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _convert(value, inner[0], path, current) if len(inner) == 1 else value
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{path}: expected a list, got {value!r}")
+        return tuple(value)
+    if origin is list:
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{path}: expected a list, got {value!r}")
+        return list(value)
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp in (int, float, str, bool) and not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
+        raise ConfigError(f"{path}: expected {tp.__name__}, got {value!r}")
+    return value
+
+
+def merge(base: Any, data: dict, path: str = "") -> Any:
+    """A copy of dataclass `base` with `data`'s fields replaced (recursively); errors name the field path."""
+    cls = type(base)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        where = f"{path}." if path else ""
+        raise ConfigError(f"unknown field {where}{unknown[0]}; {cls.__name__} accepts: {', '.join(fields)}")
+    kw = {}
+    for name, value in data.items():
+        current = getattr(base, name)
+        sub = f"{path}.{name}" if path else name
+        kw[name] = _convert(value, _field_type(cls, fields[name], current), sub, current)
+    try:
+        return dataclasses.replace(base, **kw)
+    except (ValueError, TypeError) as e:
+        msg = str(e)
+        raise ConfigError(f"{path}: {msg}" if path and not msg.startswith(path) else msg) from None
+
+
+def read_config_file(path: str | os.PathLike) -> dict:
+    """The mapping in a .yaml/.yml/.json file."""
+    p = Path(path)
+    text = p.read_text(encoding="utf-8")
+    if p.suffix in (".yaml", ".yml"):
+        import yaml
+
+        data = yaml.safe_load(text) or {}
+    elif p.suffix == ".json":
+        data = json.loads(text)
+    else:
+        raise ConfigError(f"{p}: config files must end in .yaml, .yml or .json")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a mapping of RunConfig fields at the top level")
+    return data
+
+
+def load_config(path: str | os.PathLike | None = None, preset_name: str | None = None) -> RunConfig:
+    """The preset (the file's `preset` field, else `preset_name`, else tiny) overridden by the file's fields."""
+    data = read_config_file(path) if path is not None else {}
+    name = preset_name or data.get("preset") or "tiny"
+    if preset_name and data.get("preset") not in (None, preset_name):
+        raise ConfigError(f"--preset {preset_name} contradicts the file's preset: {data['preset']}")
+    base = preset(name)
+    data.pop("preset", None)
+    return merge(base, data)
+
+
+def config_from_dict(data: dict) -> RunConfig:
+    """A RunConfig from `to_dict()` output (a run directory's config.json)."""
+    data = dict(data)
+    base = preset(data.pop("preset", "tiny"))
+    return merge(base, data)
+
+
+__all__ = ["PRESETS", "ConfigError", "LoopConfig", "RunConfig", "config_from_dict", "load_config", "merge", "preset"]
