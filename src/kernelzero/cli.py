@@ -582,7 +582,10 @@ def train_command(
     start = time.monotonic()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=False) as progress:  # fmt: skip
-        loop = CoEvolution(cfg, run_dir, say=progress.console.print, progress=progress)
+        def say(message: str) -> None:
+            progress.console.print(message, soft_wrap=True, markup=False, highlight=False)
+
+        loop = CoEvolution(cfg, run_dir, say=say, progress=progress)
         loop.run()
     if report:
         from kernelzero.report import write_report

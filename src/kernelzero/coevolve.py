@@ -101,6 +101,30 @@ def clean_torn_checkpoints(output_dir: Path) -> list[str]:
     return removed
 
 
+def finished_checkpoint(output_dir: Path, max_steps: int) -> Path | None:
+    """The phase's complete checkpoint at (or past) max_steps, if a kill came after it and before the commit."""
+    for ckpt in sorted(output_dir.glob("checkpoint-*")) if output_dir.is_dir() else []:
+        try:
+            step = json.loads((ckpt / "trainer_state.json").read_text())["global_step"]
+        except (OSError, ValueError, KeyError):
+            continue
+        if step >= max_steps:
+            return ckpt
+    return None
+
+
+_TRAINING_STATE = {"optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json", "training_args.bin"}
+
+
+def export_final(checkpoint: Path, final: Path) -> None:
+    """Copy a checkpoint's weights and tokenizer (not its optimizer or RNG state) to `final`, atomically."""
+    tmp = final.with_name(final.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(checkpoint, tmp, ignore=lambda _d, names: [n for n in names if n in _TRAINING_STATE])
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+
+
 @contextlib.contextmanager
 def checkpoint_fault(phase: str):
     """Test hook: with KZ_FAULT_AT=<phase>:checkpoint the process dies inside a TRL checkpoint write, after the
@@ -351,6 +375,12 @@ class CoEvolution:
         removed = clean_torn_checkpoints(Path(cfg.output_dir))
         if removed:
             self.say(f"resume: removed torn checkpoint(s) {', '.join(removed)} of the {role} phase")
+        done = finished_checkpoint(Path(cfg.output_dir), cfg.max_steps)
+        if done is not None:
+            # transformers 5.24 resumed from a checkpoint at max_steps trains (and generates) one step more
+            export_final(done, Path(cfg.output_dir) / "final")
+            self.say(f"  {role} phase had finished ({done.name}): its final weights taken from that checkpoint")
+            return
         with checkpoint_fault(role):
             result = run()
         if result.resumed_from:

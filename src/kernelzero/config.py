@@ -142,7 +142,7 @@ def preset(name: str) -> RunConfig:
             judge=JudgeOptions(device="cuda", trials=5),
             validation=ValidationConfig(device="cuda"),
         )
-    raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {name!r}")
+    raise ConfigError(f"preset must be one of {', '.join(PRESETS)}, got {name!r}")
 
 
 # ---------------------------------------------------------------------------------------------------------- loading

@@ -48,7 +48,8 @@ def export_corpus(run_dir: str | os.PathLike, out: str | os.PathLike) -> int:
                          "apis": Sequence(Value("string")), "backend": Value("string"), "solution": Value("string"),
                          "speedup": Value("float64"), "verdict": Value("string"), "round": Value("int64"),
                          "phase": Value("string"), "step": Value("int64"), "index": Value("int64")})  # fmt: skip
-    Dataset.from_list(rows, features=features).save_to_disk(str(out / "dataset"))
+    columns = {name: [row[name] for row in rows] for name in features}  # from_dict: an empty corpus keeps its schema
+    Dataset.from_dict(columns, features=features).save_to_disk(str(out / "dataset"))
     return len(rows)
 
 
