@@ -155,7 +155,9 @@ class CoEvolution:
     """One run directory and the loop over it. `run()` does (or finishes) every round; `say` receives progress."""
 
     def __init__(self, config: RunConfig, run_dir: str | Path, *, say: Callable[[str], None] | None = None,
-                 progress: Any = None):  # fmt: skip
+                 progress: Any = None, policies: dict[str, Any] | None = None):  # fmt: skip
+        """policies: generation backends to use instead of a role's current weights for the loop's own sampling
+        (task batch, l(m) samples), by role; for tests (a scripted Proposer). The trainers always train weights."""
         self.config = config
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -176,6 +178,7 @@ class CoEvolution:
         self._judge = None
         self._tb = None
         self.fallback_notes: list[str] = []
+        self.policies = dict(policies or {})
 
     @classmethod
     def resume(cls, run_dir: str | Path, **kw: Any) -> CoEvolution:
@@ -257,6 +260,8 @@ class CoEvolution:
         """The current (frozen) weights of a role as a generation backend."""
         from kernelzero.generation import load_policy
 
+        if role in self.policies:
+            return self.policies[role]
         path = self.state.models.get(role) or getattr(self.config, role).model
         device = "cpu" if getattr(self.config, role).use_cpu else "auto"
         return load_policy(path, device=device) if path else load_policy(None, device=device)
@@ -302,6 +307,12 @@ class CoEvolution:
         from kernelzero.apis import SamplerConfig, load_cooccurrence, sample_api_sets
 
         loop = self.config.loop
+        if loop.api_sets is not None:
+            from kernelzero.curriculum.propose import read_api_sets
+
+            sets = read_api_sets(loop.api_sets)
+            n = loop.api_sets_per_round
+            return [list(sets[(r * n + i) % len(sets)]) for i in range(n)]
         sampler = SamplerConfig(n=loop.api_sets_per_round, seed=self.config.seed * 1009 + r,
                                 pair_fraction=loop.pair_fraction, cover=False)  # fmt: skip
         return [list(s) for s in sample_api_sets(load_cooccurrence(), sampler, avoid=pool.api_sets())]
@@ -316,6 +327,7 @@ class CoEvolution:
                  f"{len(api_sets)} API sets; the Coder is frozen)")  # fmt: skip
         validator = self._validator(pool)
         coder = self._policy("coder") if self.config.loop.coder_k > 0 else None
+        lm_sampling = self._sampling(r, 1)
         pending: dict[str, list[tuple[str, str | None, Any]]] = {}
         gen_lock = threading.Lock()
         k, backend = self.config.loop.coder_k, self.config.backend
@@ -329,7 +341,7 @@ class CoEvolution:
 
             def generate():
                 with gen_lock:
-                    return coder.generate([coder_messages(task.source, backend)], k, self._sampling(r, 1))[0]
+                    return coder.generate([coder_messages(task.source, backend)], k, lm_sampling)[0]
 
             completions = await asyncio.to_thread(generate)
             rows, verdicts = [], []

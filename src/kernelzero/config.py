@@ -47,6 +47,9 @@ class LoopConfig:
     """API sets sampled per round (the Proposer phase's prompts and the task batch's). The paper: 4,000 in all."""
     pair_fraction: float = 0.5
     """Share of pairs among the sampled API sets; the rest are triples."""
+    api_sets: str | None = None
+    """A file of API sets, one per line (a JSON list or names separated by commas/spaces), used in order (round r
+    takes the next `api_sets_per_round`, wrapping) instead of sampling from the co-occurrence counts."""
     tasks_per_round: int = 4
     """Tasks the trained Proposer writes (one per API set, validated in the sandbox) into the pool each round."""
     coder_k: int = 2

@@ -96,6 +96,7 @@ FAULTS = [
 ]
 
 
+@pytest.mark.slow  # six process starts: about 4 min on the loaded 2-core box
 def test_resume_after_kills_loses_and_duplicates_nothing(clean_run, tmp_path, tiny_model_dir):
     ref, _ = clean_run
     out = tmp_path / "run"
