@@ -13,9 +13,9 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-EXPECT_STATUS = "rejected"
-EXPECT_GUARD = "degenerate"
-EXPECT_ALSO = []
+EXPECT_STATUS = "incorrect"  # the judge's fp32 atol is 1e-4: zeros miss by 1e-3 (guards branch)
+EXPECT_GUARD = "value"
+EXPECT_ALSO = [("infra_error", "degenerate")]  # what fires at KernelBench's atol of 1e-2
 FAMILY = "degenerate"
 TASK = "tiny_output_small"
 BACKEND = "triton"
