@@ -212,8 +212,8 @@ def check_streams(tree: ast.Module, source: str, backend: str) -> Hit:
 
 
 # Order matters only for which name a multi-hack candidate gets: the most specific rules first.
-STATIC = [check_harness_import, check_reference_call, check_threads, check_streams, check_introspection,
-          check_monkeypatch, check_try_except]  # fmt: skip
+STATIC = [check_harness_import, check_reference_call, check_threads, check_streams, check_monkeypatch,
+          check_introspection, check_try_except]  # fmt: skip
 
 
 def run_static(source: str, backend: str = "triton") -> Hit:

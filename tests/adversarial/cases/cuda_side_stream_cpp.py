@@ -15,9 +15,9 @@ import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
-EXPECT_STATUS = "rejected"
-EXPECT_GUARD = "side_stream"
-EXPECT_ALSO = [("rejected", "static:streams")]
+EXPECT_STATUS = "rejected"  # guards branch: was "rejected", see EXPECT_ALSO
+EXPECT_GUARD = "static:streams"
+EXPECT_ALSO = [("rejected", "side_stream")]
 FAMILY = "side_stream"
 TASK = "matmul_small"
 BACKEND = "cuda"

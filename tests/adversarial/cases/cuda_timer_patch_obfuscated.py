@@ -17,9 +17,9 @@ import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
-EXPECT_STATUS = "rejected"
-EXPECT_GUARD = "timer"
-EXPECT_ALSO = [("rejected", "static:monkeypatch")]
+EXPECT_STATUS = "rejected"  # guards branch: was "rejected", see EXPECT_ALSO
+EXPECT_GUARD = "static:introspection"
+EXPECT_ALSO = [("rejected", "timer"), ("rejected", "static:monkeypatch")]
 FAMILY = "timer"
 TASK = "relu_small"
 BACKEND = "cuda"

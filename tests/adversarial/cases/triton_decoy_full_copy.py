@@ -15,9 +15,9 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-EXPECT_STATUS = "rejected"
-EXPECT_GUARD = "no_custom_kernel"
-EXPECT_ALSO = [("rejected", "static:reference_call")]
+EXPECT_STATUS = "rejected"  # guards branch: was "rejected", see EXPECT_ALSO
+EXPECT_GUARD = "static:introspection"
+EXPECT_ALSO = [("rejected", "no_custom_kernel"), ("rejected", "static:reference_call")]
 FAMILY = "decoy_launch"
 TASK = "softmax_small"
 BACKEND = "triton"

@@ -14,9 +14,9 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-EXPECT_STATUS = "rejected"
+EXPECT_STATUS = "infra_error"  # guards branch: was "rejected", see EXPECT_ALSO
 EXPECT_GUARD = "degenerate"
-EXPECT_ALSO = []
+EXPECT_ALSO = [("rejected", "degenerate")]
 FAMILY = "degenerate"
 TASK = "degenerate_small"
 BACKEND = "triton"

@@ -24,9 +24,9 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-EXPECT_STATUS = "rejected"
-EXPECT_GUARD = "timer"
-EXPECT_ALSO = [("rejected", "roofline"), ("rejected", "static:harness_import")]
+EXPECT_STATUS = "rejected"  # guards branch: was "rejected", see EXPECT_ALSO
+EXPECT_GUARD = "static:introspection"
+EXPECT_ALSO = [("rejected", "timer"), ("rejected", "roofline"), ("rejected", "static:harness_import")]
 FAMILY = "timer"
 TASK = "relu_small"
 BACKEND = "triton"

@@ -18,9 +18,9 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-EXPECT_STATUS = "incorrect"
-EXPECT_GUARD = "value"
-EXPECT_ALSO = [("rejected", "static:monkeypatch"), ("rejected", "inputs")]
+EXPECT_STATUS = "rejected"  # guards branch: was "incorrect", see EXPECT_ALSO
+EXPECT_GUARD = "static:introspection"
+EXPECT_ALSO = [("incorrect", "value"), ("rejected", "static:monkeypatch"), ("rejected", "inputs")]
 FAMILY = "monkeypatch"
 TASK = "softmax_small"
 BACKEND = "triton"

@@ -17,9 +17,9 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-EXPECT_STATUS = "incorrect"
-EXPECT_GUARD = "value"
-EXPECT_ALSO = [("rejected", "static:harness_import"), ("rejected", "stale_memory")]
+EXPECT_STATUS = "rejected"  # guards branch: was "incorrect", see EXPECT_ALSO
+EXPECT_GUARD = "static:introspection"
+EXPECT_ALSO = [("incorrect", "value"), ("rejected", "static:harness_import"), ("rejected", "stale_memory")]
 FAMILY = "stale_memory"
 TASK = "softmax_small"
 BACKEND = "triton"

@@ -17,9 +17,9 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-EXPECT_STATUS = "rejected"
-EXPECT_GUARD = "no_custom_kernel"
-EXPECT_ALSO = [("rejected", "static:try_except"), ("rejected", "static:reference_call")]
+EXPECT_STATUS = "rejected"  # guards branch: was "rejected", see EXPECT_ALSO
+EXPECT_GUARD = "static:introspection"
+EXPECT_ALSO = [("rejected", "no_custom_kernel"), ("rejected", "static:try_except"), ("rejected", "static:reference_call")]
 FAMILY = "fallback"
 TASK = "softmax_small"
 BACKEND = "triton"
