@@ -101,7 +101,8 @@ def test_batch_cli_writes_one_verdict_per_line_in_order(tmp_path):
     assert len(lines) == len(names) + 1
     for name, line in zip(names, lines):
         expected = EXPECTED.get(name, ("format_error", None))[0]
-        if (FIX / name).exists() and expected != "format_error" and run_static((FIX / name).read_text()):  # the CLI runs the static guards
+        path = FIX / name
+        if path.exists() and expected != "format_error" and run_static(path.read_text()):  # the CLI runs them
             expected = "rejected"
         assert line["status"] == expected, (name, line["feedback"])
         assert {"status", "correct", "speedup_eager"} <= set(line)

@@ -9,7 +9,10 @@ import torch
 from kernelzero.judge.core import degenerate_canary
 from kernelzero.judge.guards import library_op_violation, main_compute, op_family, run_static
 
-HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nimport triton\nimport triton.language as tl\n"
+HEAD = (
+    "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+    "import triton\nimport triton.language as tl\n"
+)
 
 
 def hit(body: str):
@@ -89,7 +92,7 @@ def test_hack_hits_its_guard(guard, snippet):
     assert hit(snippet) == guard
 
 
-TRITON_RELU = '''
+TRITON_RELU = """
 @triton.jit
 def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -112,7 +115,7 @@ class ModelNew(nn.Module):
         for m in self.modules():
             pass
         return y
-'''
+"""
 
 CUDA_LOAD_INLINE = r'''
 from torch.utils.cpp_extension import load_inline
