@@ -191,3 +191,43 @@ def test_degenerate_canaries():
     assert degenerate_canary(real, [[r[0].clone()] for r in real], TOL, TOL) == "input"  # identity task
     tiny = [[torch.randn(4, 8, generator=g) * 1e-6] for _ in range(3)]
     assert degenerate_canary(tiny, [[None]] * 3, TOL, TOL) == "zeros"  # below tolerance everywhere
+
+
+class _Event:
+    def __init__(self, name: str, device_type: str = "DeviceType.CUDA"):
+        self.name, self.device_type = name, device_type
+
+
+class _Trace:
+    def events(self):
+        return [
+            _Event("void relu_kernel<float>(float const*, float*, int)"),  # templated, demangled
+            _Event("(anonymous namespace)::k2(int)"),
+            _Event("void at::native::vectorized_elementwise_kernel<4>(int)"),  # torch's own kernel
+            _Event("relu_kernel", "DeviceType.CPU"),  # the host-side call, not a kernel
+            _Event("my_relu_kernel2(float*)"),  # another name that merely contains it
+        ]
+
+
+def test_cuda_launch_count_matches_global_names_of_the_source():
+    from kernelzero.judge.worker import LaunchCounter
+
+    src = 'S = """__global__ void relu_kernel(float* x) {}\n__global__ __launch_bounds__(256) void k2(int n) {}"""'
+    counter = LaunchCounter(src)
+    assert counter.cuda_names == {"relu_kernel", "k2"}
+    counter.count_cuda(_Trace())
+    assert counter.count == 2
+
+
+def test_replay_perturbation_is_deterministic_and_changes_signs():
+    from kernelzero.judge.worker import perturb
+
+    base = torch.randn(64, 32)
+    a, b = [base.clone()], [base.clone()]
+    perturb(torch, a, 1234, "cpu")
+    perturb(torch, b, 1234, "cpu")
+    assert torch.equal(a[0], b[0])  # reference and candidate workers see the same contents
+    changed = (a[0] != base).nonzero()
+    assert 1 <= len(changed) <= 2
+    for i, j in changed.tolist():
+        assert a[0][i, j].sign() != base[i, j].sign() and a[0][i, j].abs() >= 1

@@ -276,10 +276,16 @@ class LaunchCounter:
         cls.run = run
 
     def count_cuda(self, prof) -> None:
-        """Add the launches of the candidate's `__global__` kernels found in a finished torch.profiler trace."""
+        """Add the launches of the candidate's `__global__` kernels found in a finished torch.profiler trace.
+
+        Kernel events carry demangled names (`void ns::relu_kernel<float>(float const*, ...)`): a `__global__` name
+        counts where it appears as a whole identifier.
+        """
+        import re
+
+        pattern = re.compile(r"(?<![\w])(" + "|".join(map(re.escape, sorted(self.cuda_names))) + r")(?![\w])")
         for event in prof.events():
-            base = event.name.split("(")[0].split("<")[0].split("::")[-1].strip()
-            if base in self.cuda_names and str(getattr(event, "device_type", "")).endswith("CUDA"):
+            if str(getattr(event, "device_type", "")).endswith("CUDA") and pattern.search(event.name):
                 self.count += 1
 
 
@@ -395,7 +401,7 @@ def _cuda_profiler(torch):
     """A torch.profiler recording CUDA kernels, for counting the candidate's `__global__` launches (GPU only)."""
     from torch.profiler import ProfilerActivity, profile
 
-    return profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+    return profile(activities=[ProfilerActivity.CUDA])
 
 
 JOBS = {"reference": _job_reference, "candidate": _job_candidate}
