@@ -26,6 +26,11 @@ INTROSPECTION_ATTRS = {"__globals__", "__code__", "__builtins__", "__closure__",
                        "f_back", "f_locals", "f_globals", "f_code", "gi_frame", "tb_frame", "cr_frame",
                        "_getframe", "_current_frames", "settrace", "setprofile", "gettrace",
                        "pythonapi", "__setattr__", "__delattr__"}  # fmt: skip
+# The worker's op recorder is a TorchDispatchMode: a candidate that looks for it or pops it can hide library calls.
+DISPATCH_ATTRS = {"_python_dispatch", "_get_current_dispatch_mode", "_DisableTorchDispatch", "_unset_dispatch_mode",
+                  "_pop_torch_dispatch_mode", "_len_torch_dispatch_stack", "_get_dispatch_stack_at",
+                  "_push_on_torch_dispatch_stack", "_ExcludeDispatchKeyGuard",
+                  "_disabled_torch_dispatch_impl"}  # fmt: skip
 STREAM_RE = re.compile(
     r"cuda\.(Stream|stream|set_stream|ExternalStream)\b|torch\.Stream\b|cudaStreamCreate\w*|getStreamFromPool"
     r"|getStreamFromExternal|setCurrentCUDAStream|cudaStreamPerThread|cudaStreamNonBlocking|cudaStreamLegacy"
@@ -179,7 +184,7 @@ def check_monkeypatch(tree: ast.Module, source: str, backend: str) -> Hit:
 def check_introspection(tree: ast.Module, source: str, backend: str) -> Hit:
     # Stops reading the harness's frames, the garbage collector or raw memory (steal reference outputs, forge clocks).
     for module, _ in _imports(tree):
-        if _top(module) in INTROSPECTION_MODULES:
+        if _top(module) in INTROSPECTION_MODULES or set(module.split(".")) & DISPATCH_ATTRS:
             return "static:introspection", f"importing {module} is not allowed (no reflection, frames or raw memory)"
     imported = _imported_names(tree)
     for node in ast.walk(tree):
@@ -187,6 +192,11 @@ def check_introspection(tree: ast.Module, source: str, backend: str) -> Hit:
             return "static:introspection", f"line {node.lineno}: `{node.id}` is not allowed"
         if isinstance(node, ast.Attribute) and node.attr == "modules" and _root(node) == "sys":
             return "static:introspection", f"line {node.lineno}: sys.modules is not allowed"
+        if isinstance(node, ast.Attribute) and node.attr in DISPATCH_ATTRS:
+            return (
+                "static:introspection",
+                f"line {node.lineno}: `.{node.attr}` (the judge's dispatch mode) is not allowed",
+            )
         if (
             isinstance(node, ast.Attribute)
             and node.attr in INTROSPECTION_ATTRS
