@@ -6,6 +6,9 @@ Order of events for one candidate (each arrow a message on the signed channel, e
   parent draws fresh seeds, sends them          (the candidate could not have seen its inputs at import time)
   candidate worker: trials          -> outputs -> runtime_error / rejected (worker-side guards)
   parent compares with the reference outputs   -> incorrect
+  parent compares the replay trials            -> rejected (replay: same input buffer, new contents, other order)
+  parent checks launches and library ops       -> rejected (no_custom_kernel, see guards.library_op_violation)
+  task is degenerate (a canary passes)         -> infra_error (degenerate; env["degenerate_task"]; not scored)
   GPU only: parent takes the device's timing lock, then -> timing (reference timed the same way, in its own worker)
 The reference runs in a worker that never imports candidate code; its outputs are computed once per task and seed
 set and kept in this process. A failure of the reference is the task's fault, never the candidate's: infra_error.
