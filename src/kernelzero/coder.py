@@ -43,7 +43,8 @@ OPTIMIZATION_PRINCIPLES = (
     ),
     (
         "No wasted work: launch enough blocks to fill the GPU, avoid copies of tensors that are already contiguous, "
-        "and compute input-independent values once in __init__ rather than in every forward."
+        "and "
+        "compute input-independent values once in __init__ rather than in every forward."
     ),
 )
 

@@ -40,7 +40,7 @@ MAX_POSITIONS = 16384  # coder prompts with a worked example run to a few thousa
 
 EOS, IM_START, ENDOFTEXT, PAD = "<|im_end|>", "<|im_start|>", "<|endoftext|>", "<|pad|>"
 SPECIAL_TOKENS = [ENDOFTEXT, IM_START, EOS, PAD]
-QWEN2_PRETOKENIZE_REGEX = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""  # noqa: E501 (the regex as Qwen2 ships it)
+QWEN2_PRETOKENIZE_REGEX = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""  # noqa: E501
 
 # ChatML, as Qwen2 uses it. `{% generation %}` marks what the assistant wrote (return_assistant_tokens_mask).
 CHAT_TEMPLATE = (

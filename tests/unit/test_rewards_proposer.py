@@ -59,9 +59,9 @@ def get_init_inputs():
 """
 
 
-@pytest.mark.parametrize(("l", "r"), [(0.5, 1.0), (0.0, 0.0), (1.0, 0.0), (0.25, 0.5), (0.75, 0.5), (0.625, 0.75)])
-def test_frontier_reward_peaks_at_half(l, r):  # noqa: E741 (l(m) as DESIGN.md writes it)
-    assert frontier_reward(l) == pytest.approx(r)
+@pytest.mark.parametrize(("level", "r"), [(0.5, 1.0), (0.0, 0.0), (1.0, 0.0), (0.25, 0.5), (0.75, 0.5), (0.625, 0.75)])
+def test_frontier_reward_peaks_at_half(level, r):
+    assert frontier_reward(level) == pytest.approx(r)
 
 
 def test_frontier_reward_rejects_rates_outside_unit_interval():

@@ -198,7 +198,10 @@ def test_cli_solve_refuses_bad_input_before_loading_a_model(task_file, tmp_path,
 
 
 def test_cli_help_does_not_import_torch():
-    code = "import sys; from kernelzero.cli import app; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"  # noqa: E501
+    code = (
+        "import sys; from kernelzero.cli import app; "
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    )
     src = str(Path(__file__).parents[2] / "src")
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONPATH": src}, check=True

@@ -70,8 +70,10 @@ class OpenAIPolicy:
         raise GenerationError("OpenAIPolicy.generate() was called inside a running event loop; await agenerate()")
 
     async def agenerate(self, prompts: Sequence[Chat], n: int, sampling: SamplingConfig) -> list[list[Completion]]:
-        """All requests run concurrently, at most `max_concurrency` in flight; the first hard failure cancels the
-        rest."""
+        """All requests run concurrently, at most `max_concurrency` in flight.
+
+        The first hard failure cancels the rest.
+        """
         check_request(prompts, n)
         limit = asyncio.Semaphore(self.max_concurrency)
         per_request = n if self.n_in_one_request else 1
@@ -80,16 +82,10 @@ class OpenAIPolicy:
             async with limit:
                 return await self._complete(chat, k, sampling)
 
-        owners = [i for i in range(len(prompts)) for _ in range(n // per_request)]  # prompt index of each request
-        tasks = [asyncio.ensure_future(one(prompts[i], per_request)) for i in owners]
-        try:
-            results = await asyncio.gather(*tasks)
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            raise
+        jobs = [(i, one(chat, per_request)) for i, chat in enumerate(prompts) for _ in range(n // per_request)]
+        results = await asyncio.gather(*(job for _, job in jobs))
         out: list[list[Completion]] = [[] for _ in prompts]
-        for i, completions in zip(owners, results, strict=True):
+        for (i, _), completions in zip(jobs, results, strict=True):
             out[i].extend(completions)
         return out
 
