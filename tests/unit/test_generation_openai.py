@@ -81,8 +81,10 @@ def test_n_completions_per_prompt_match_the_local_backend(server_url, local_poli
 
 def test_one_request_per_sample_when_the_server_ignores_n(server_url):
     client = OpenAIPolicy("tiny", server_url, api_key=KEY, n_in_one_request=False)
-    out = client.generate(CHATS[:1], n=3, sampling=SamplingConfig(max_new_tokens=8, seed=0))
-    assert len(out[0]) == 3 and len({c.text for c in out[0]}) == 1  # same seed, n=1 each: identical samples
+    sampling = SamplingConfig(max_new_tokens=8, seed=0)
+    out = client.generate(CHATS[:1], n=3, sampling=sampling)[0]
+    assert len(out) == 3 and len({c.text for c in out}) == 3  # requests get seeds 0, 1, 2: distinct samples
+    assert client.generate(CHATS[:1], n=3, sampling=sampling)[0] == out
 
 
 def test_agenerate_inside_an_event_loop(server_url):
