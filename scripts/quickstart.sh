@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The README's main job on its embedded default: CPU, the tiny local model (built on first use), the Triton
-# interpreter. Until the co-evolution loop (`kernelzero train`) lands, this runs the richest path that works end to
-# end: generate Coder solutions for an example task, judge them in the sandbox, refine for a second turn.
+# The README's main job on its embedded default: `kernelzero train` with no arguments runs one smoke-scale round of
+# the co-evolution loop on CPU (the tiny local model, built on first use; the Triton interpreter as judge) and writes
+# the run directory with its report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh triton,train
 out="runs/quickstart-$(date +%Y%m%d-%H%M%S)"
-kernelzero solve examples/tasks/relu.py --backend triton --samples 2 --turns 2 --max-new-tokens 256 --out "$out"
-echo "results: $out  (a random tiny model writes no valid kernel: format_error/incorrect is the honest verdict)"
+kernelzero train --out "$out"
+echo "report: $out/report.md  (a random tiny model writes no valid task or kernel: the numbers are honest zeros)"

@@ -490,8 +490,11 @@ class CoEvolution:
             return
         by_name = {t.name: t for t in tasks}
         cfg = self._phase_config("coder", r)
+        per_step = max(1, cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps // cfg.num_generations)
+        if len(tasks) < per_step:  # TRL yields no batch at all from fewer prompts than a step holds: repeat them
+            tasks = [tasks[i % len(tasks)] for i in range(per_step)]
         self.say(f"round {r}: Coder phase, CA-GRPO ({cfg.max_steps} step(s) x {cfg.num_generations} rollouts on "
-                 f"{len(tasks)} task(s); the Proposer is frozen)")  # fmt: skip
+                 f"{len(by_name)} task(s); the Proposer is frozen)")  # fmt: skip
         advance = self._advance(f"round {r} Coder steps", cfg.max_steps)
 
         def on_rewards(rec) -> None:

@@ -26,8 +26,8 @@ class ScriptedProposer:
         out = []
         for chat in prompts:
             text = chat[-1]["content"]
-            source = SOURCES["01_valid_linear_gelu.py"] if "logsumexp" in text else SOURCES[
-                "02_valid_layernorm_softmax.py"]
+            wants_layernorm = "{`torch.nn.LayerNorm`, `torch.softmax`}" in text  # the set as the prompt lists it
+            source = SOURCES["02_valid_layernorm_softmax.py" if wants_layernorm else "01_valid_linear_gelu.py"]
             out.append([Completion(f"```python\n{source}```", "stop")] * n)
         return out
 
