@@ -126,6 +126,23 @@ def export_final(checkpoint: Path, final: Path) -> None:
 
 
 @contextlib.contextmanager
+def quiet_trainer_prints(quiet: bool):
+    """With a progress display on, TRL's bars are off (disable_tqdm) and transformers then prints every log dict to
+    stdout (PrinterCallback); silence that: the same values are in metrics.jsonl, TensorBoard and the step lines."""
+    if not quiet:
+        yield
+        return
+    from transformers.trainer_callback import PrinterCallback
+
+    original = PrinterCallback.on_log
+    PrinterCallback.on_log = lambda self, args, state, control, logs=None, **kw: None
+    try:
+        yield
+    finally:
+        PrinterCallback.on_log = original
+
+
+@contextlib.contextmanager
 def checkpoint_fault(phase: str):
     """Test hook: with KZ_FAULT_AT=<phase>:checkpoint the process dies inside a TRL checkpoint write, after the
     weights and optimizer are saved and before trainer_state.json (a torn checkpoint)."""
@@ -393,7 +410,7 @@ class CoEvolution:
             export_final(done, Path(cfg.output_dir) / "final")
             self.say(f"  {role} phase had finished ({done.name}): its final weights taken from that checkpoint")
             return
-        with checkpoint_fault(role):
+        with checkpoint_fault(role), quiet_trainer_prints(self.progress is not None):
             result = run()
         if result.resumed_from:
             self.say(f"  {role} phase resumed from {Path(result.resumed_from).name}")
@@ -493,8 +510,9 @@ class CoEvolution:
         per_step = max(1, cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps // cfg.num_generations)
         if len(tasks) < per_step:  # TRL yields no batch at all from fewer prompts than a step holds: repeat them
             tasks = [tasks[i % len(tasks)] for i in range(per_step)]
-        self.say(f"round {r}: Coder phase, CA-GRPO ({cfg.max_steps} step(s) x {cfg.num_generations} rollouts on "
-                 f"{len(by_name)} task(s); the Proposer is frozen)")  # fmt: skip
+        rollouts = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps
+        self.say(f"round {r}: Coder phase, CA-GRPO ({cfg.max_steps} step(s) x {rollouts} rollouts, "
+                 f"{cfg.num_generations} per task, over {len(by_name)} task(s); the Proposer is frozen)")  # fmt: skip
         advance = self._advance(f"round {r} Coder steps", cfg.max_steps)
 
         def on_rewards(rec) -> None:

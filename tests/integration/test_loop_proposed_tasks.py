@@ -55,7 +55,6 @@ def run(tmp_path, tiny_model_dir, monkeypatch):
     return out, state
 
 
-@pytest.mark.slow
 def test_proposed_tasks_flow_through_pool_coder_and_frontier(run):
     out, state = run
     tasks = [json.loads(x) for x in (out / "tasks.jsonl").read_text().splitlines()]
@@ -72,8 +71,9 @@ def test_proposed_tasks_flow_through_pool_coder_and_frontier(run):
     coder = [v for v in verdicts if v["phase"] == "coder"]
     assert {v["task"] for v in coder} == {"r0-task_0000", "r0-task_0001"} and len(coder) == 32
     entries = {e["task"]["name"]: e for e in state.pool["entries"]}
-    # 2 l(m) samples + 4 Coder rollouts in each of 2 rounds
-    assert entries["r0-task_0000"]["attempts"] == 10 and entries["r0-task_0001"]["attempts"] == 10
+    # 2 l(m) samples, then 8 Coder rollouts (2 steps x 2 tasks x 4) in each of 2 rounds
+    assert entries["r0-task_0000"]["attempts"] == 18 and entries["r0-task_0001"]["attempts"] == 18
+    assert [h[0] for h in entries["r0-task_0000"]["history"]] == [0, 0, 1]
     from kernelzero.report import write_report
 
     report = write_report(out).read_text()
