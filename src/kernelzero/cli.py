@@ -532,9 +532,12 @@ def train_command(
 ) -> None:
     """Run the co-evolution loop: per round a Proposer phase, a validated task batch, a Coder phase (CA-GRPO)."""
     import logging
+    import os
     import time
 
     from kernelzero.config import ConfigError, load_config
+
+    main_rank = os.environ.get("RANK", "0") == "0"  # under accelerate launch / torchrun, rank 0 talks and checks
 
     if resume is not None and (config is not None or preset is not None or out is not None):
         fail("--resume RUN_DIR continues that run with its own config.json: drop --config/--preset/--out")
@@ -559,7 +562,7 @@ def train_command(
         except ConfigError as e:
             fail(str(e))
         run_dir = out or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
-        if (run_dir / "config.json").exists():
+        if main_rank and (run_dir / "config.json").exists():
             fail(f"{run_dir} already holds a run: --resume {run_dir} to continue it, or choose another --out")
     if rounds is not None or seed is not None:
         import dataclasses
@@ -568,10 +571,11 @@ def train_command(
             fail("--rounds/--seed cannot change a run being resumed")
         cfg = dataclasses.replace(cfg, rounds=rounds or cfg.rounds, seed=cfg.seed if seed is None else seed)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    smoke = cfg.preset == "tiny" and cfg.coder.model is None
+    smoke = cfg.preset == "tiny" and cfg.coder.model is None and main_rank
     if smoke:
         typer.echo(SMOKE_NOTE)
-    typer.echo(f"run directory: {run_dir}")
+    if main_rank:
+        typer.echo(f"run directory: {run_dir}")
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -581,17 +585,20 @@ def train_command(
     console = Console(stderr=True)
     start = time.monotonic()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=False) as progress:  # fmt: skip
+                  console=console, transient=False, disable=not main_rank) as progress:  # fmt: skip
         def say(message: str) -> None:
-            progress.console.print(message, soft_wrap=True, markup=False, highlight=False)
+            if main_rank:
+                progress.console.print(message, soft_wrap=True, markup=False, highlight=False)
 
         loop = CoEvolution(cfg, run_dir, say=say, progress=progress)
         loop.run()
-    if report:
+    if report and main_rank:
         from kernelzero.report import write_report
 
         path = write_report(run_dir)
         typer.echo(f"report: {path}")
+    if not main_rank:
+        return
     typer.echo(f"done in {time.monotonic() - start:.0f} s: {run_dir}")
     if smoke:
         typer.echo("(smoke scale: see above for a real run)")

@@ -29,6 +29,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import shutil
 import threading
 from collections import Counter
@@ -146,8 +147,6 @@ def quiet_trainer_prints(quiet: bool):
 def checkpoint_fault(phase: str):
     """Test hook: with KZ_FAULT_AT=<phase>:checkpoint the process dies inside a TRL checkpoint write, after the
     weights and optimizer are saved and before trainer_state.json (a torn checkpoint)."""
-    import os
-
     from kernelzero.runlog import FAULT_ENV
 
     if os.environ.get(FAULT_ENV) != f"{phase}:checkpoint":
@@ -176,19 +175,25 @@ class CoEvolution:
         """policies: generation backends to use instead of a role's current weights for the loop's own sampling
         (task batch, l(m) samples), by role; for tests (a scripted Proposer). The trainers always train weights."""
         self.config = config
+        # Under `accelerate launch`/torchrun every rank runs the loop: all ranks train in the phases (TRL), rank 0
+        # alone runs the task batch and the frontier update and writes every file; the others wait, then re-read
+        # state.json. Rank 0's records hold what TRL gathers to it (a phase's rewards) and its own l(m) samples.
+        self.rank, self.world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+        self.is_main = self.rank == 0
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.say = say or (lambda msg: logger.info("%s", msg))
         self.progress = progress  # a rich Progress, or None
         saved = read_json(self.run_dir / CONFIG_FILE)
         if saved is None:
-            write_json_atomic(self.run_dir / CONFIG_FILE, config.to_dict())
+            if self.is_main:
+                write_json_atomic(self.run_dir / CONFIG_FILE, config.to_dict())
         elif saved != json.loads(json.dumps(config.to_dict(), default=str)):
             raise ValueError(f"{self.run_dir} holds a run with a different config; resume it with --resume only")
         self.state = RunState.from_dict(read_json(self.run_dir / STATE_FILE, {}))
-        self.tasks_log = KeyedLog(self.run_dir / TASKS_FILE)
-        self.verdicts_log = KeyedLog(self.run_dir / VERDICTS_FILE)
-        self.metrics_log = KeyedLog(self.run_dir / METRICS_FILE)
+        self.tasks_log = KeyedLog(self.run_dir / TASKS_FILE, repair=self.is_main)
+        self.verdicts_log = KeyedLog(self.run_dir / VERDICTS_FILE, repair=self.is_main)
+        self.metrics_log = KeyedLog(self.run_dir / METRICS_FILE, repair=self.is_main)
         for log in (self.tasks_log, self.verdicts_log, self.metrics_log):
             if log.dropped_torn_line:
                 self.say(f"resume: dropped a torn last line of {log.path.name}")
@@ -223,8 +228,19 @@ class CoEvolution:
         self.state.completed.append(unit)
         if next_round:
             self.state.round += 1
-        write_json_atomic(self.run_dir / STATE_FILE, self.state.to_dict())
-        fault(f"committed:{unit}")
+        if self.is_main:
+            write_json_atomic(self.run_dir / STATE_FILE, self.state.to_dict())
+            fault(f"committed:{unit}")
+
+    def _sync(self) -> None:
+        """With several processes: wait for every rank, then take rank 0's committed state."""
+        if self.world == 1:
+            return
+        from accelerate import PartialState
+
+        PartialState().wait_for_everyone()
+        if not self.is_main:
+            self.state = RunState.from_dict(read_json(self.run_dir / STATE_FILE, {}))
 
     def judge(self):
         if self._judge is None:
@@ -307,9 +323,12 @@ class CoEvolution:
                 r = self.state.round
                 for unit in UNITS:
                     if unit_name(r, unit) not in self.state.completed:
-                        getattr(self, f"_unit_{unit}")(r)
+                        if self.is_main or unit in ("proposer", "coder"):  # the phases need every rank
+                            getattr(self, f"_unit_{unit}")(r)
+                        self._sync()
             self.state.finished = True
-            write_json_atomic(self.run_dir / STATE_FILE, self.state.to_dict())
+            if self.is_main:
+                write_json_atomic(self.run_dir / STATE_FILE, self.state.to_dict())
         finally:
             if self._judge is not None:
                 self._judge.close()

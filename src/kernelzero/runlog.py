@@ -70,13 +70,14 @@ def _key(record: dict) -> Key:
 class KeyedLog:
     """An append-only JSONL file of records with unique keys; see the module docstring for the guarantees."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, *, repair: bool = True):
+        """repair=False (a process that only reads, e.g. a non-zero rank): a torn last line is skipped, not cut."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.keys: set[Key] = set()
-        self.dropped_torn_line = self._recover()
+        self.dropped_torn_line = self._recover(repair)
 
-    def _recover(self) -> bool:
+    def _recover(self, repair: bool) -> bool:
         """Load the keys; truncate a torn (unterminated or unparsable) last line. Returns whether one was dropped."""
         if not self.path.exists():
             return False
@@ -92,7 +93,7 @@ class KeyedLog:
                 torn = True  # only the last line can be torn: every earlier one was fsync'd whole
                 break
             good_end += len(line)
-        if torn:
+        if torn and repair:
             with self.path.open("r+b") as f:
                 f.truncate(good_end)
                 f.flush()

@@ -124,3 +124,20 @@ def test_resume_after_kills_loses_and_duplicates_nothing(clean_run, tmp_path, ti
     state = json.loads((out / "state.json").read_text())
     assert state["finished"] and state["completed"] == ["r0.proposer", "r0.tasks", "r0.coder", "r0.frontier"]
     assert (out / "report.md").exists()
+
+
+@pytest.mark.slow  # two ranks on CPU (gloo): about 1.5 min
+def test_two_processes_write_each_record_once(tmp_path, tiny_model_dir):
+    """torchrun with 2 ranks: both train in the phases, rank 0 alone writes; TRL gathers both ranks' rollouts."""
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": SRC, "KERNELZERO_CACHE": str(tiny_model_dir.parent), "OMP_NUM_THREADS": "1",
+           "CUDA_VISIBLE_DEVICES": ""}  # fmt: skip
+    proc = subprocess.run(["torchrun", "--nproc_per_node", "2", "-m", "kernelzero.cli", "train", "--out", str(out)],
+                          capture_output=True, text=True, env=env, timeout=900, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("run directory:") == 1  # rank 0 talks
+    tasks, verdicts = keyed(out / "tasks.jsonl"), keyed(out / "verdicts.jsonl")
+    assert Counter(r["phase"] for r in tasks) == {"proposer": 8, "tasks": 4}  # 4 generations x 2 ranks
+    assert Counter(r["step"] for r in verdicts) == {0: 16, 1: 16}  # 8 rollouts x 2 ranks per step
+    assert len(set(keys(tasks))) == len(tasks) and len(set(keys(verdicts))) == len(verdicts)
+    assert json.loads((out / "state.json").read_text())["finished"]
