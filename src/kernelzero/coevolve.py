@@ -24,13 +24,11 @@ keep the first attempt.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import json
 import logging
 import math
 import os
-import shutil
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -39,6 +37,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kernelzero.checkpoints import (
+    checkpoint_fault,
+    clean_torn_checkpoints,
+    export_final,
+    finished_checkpoint,
+    quiet_trainer_prints,
+)
 from kernelzero.config import RunConfig, config_from_dict
 from kernelzero.runlog import KeyedLog, fault, read_json, write_json_atomic
 from kernelzero.tasks import Task, task_from_record, task_to_record
@@ -88,83 +93,6 @@ def seed_tasks(spec: str) -> list[Task]:
     else:
         tasks = load_tasks(spec)
     return [dataclasses.replace(t, name=f"seed-{t.name}", origin="user", path=None) for t in tasks]
-
-
-def clean_torn_checkpoints(output_dir: Path) -> list[str]:
-    """Delete checkpoint-N folders a kill left incomplete (transformers writes trainer_state.json last)."""
-    removed = []
-    for ckpt in sorted(output_dir.glob("checkpoint-*")) if output_dir.is_dir() else []:
-        try:
-            json.loads((ckpt / "trainer_state.json").read_text())
-        except (OSError, ValueError):
-            shutil.rmtree(ckpt)
-            removed.append(ckpt.name)
-    return removed
-
-
-def finished_checkpoint(output_dir: Path, max_steps: int) -> Path | None:
-    """The phase's complete checkpoint at (or past) max_steps, if a kill came after it and before the commit."""
-    for ckpt in sorted(output_dir.glob("checkpoint-*")) if output_dir.is_dir() else []:
-        try:
-            step = json.loads((ckpt / "trainer_state.json").read_text())["global_step"]
-        except (OSError, ValueError, KeyError):
-            continue
-        if step >= max_steps:
-            return ckpt
-    return None
-
-
-_TRAINING_STATE = {"optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json", "training_args.bin"}
-
-
-def export_final(checkpoint: Path, final: Path) -> None:
-    """Copy a checkpoint's weights and tokenizer (not its optimizer or RNG state) to `final`, atomically."""
-    tmp = final.with_name(final.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(checkpoint, tmp, ignore=lambda _d, names: [n for n in names if n in _TRAINING_STATE])
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
-
-
-@contextlib.contextmanager
-def quiet_trainer_prints(quiet: bool):
-    """With a progress display on, TRL's bars are off (disable_tqdm) and transformers then prints every log dict to
-    stdout (PrinterCallback); silence that: the same values are in metrics.jsonl, TensorBoard and the step lines."""
-    if not quiet:
-        yield
-        return
-    from transformers.trainer_callback import PrinterCallback
-
-    original = PrinterCallback.on_log
-    PrinterCallback.on_log = lambda self, args, state, control, logs=None, **kw: None
-    try:
-        yield
-    finally:
-        PrinterCallback.on_log = original
-
-
-@contextlib.contextmanager
-def checkpoint_fault(phase: str):
-    """Test hook: with KZ_FAULT_AT=<phase>:checkpoint the process dies inside a TRL checkpoint write, after the
-    weights and optimizer are saved and before trainer_state.json (a torn checkpoint)."""
-    from kernelzero.runlog import FAULT_ENV
-
-    if os.environ.get(FAULT_ENV) != f"{phase}:checkpoint":
-        yield
-        return
-    from transformers import Trainer
-
-    original = Trainer._save_rng_state
-
-    def dying(self, output_dir):
-        fault(f"{phase}:checkpoint")
-        return original(self, output_dir)
-
-    Trainer._save_rng_state = dying
-    try:
-        yield
-    finally:
-        Trainer._save_rng_state = original
 
 
 class CoEvolution:
@@ -608,4 +536,4 @@ def _reasons(counts: Counter) -> str:
 
 
 __all__ = ["CONFIG_FILE", "STATE_FILE", "TASKS_FILE", "UNITS", "VERDICTS_FILE", "CoEvolution", "RunState",
-           "clean_torn_checkpoints", "seed_tasks", "unit_name"]  # fmt: skip
+           "seed_tasks", "unit_name"]  # fmt: skip
