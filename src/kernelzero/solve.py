@@ -112,7 +112,7 @@ def solve(
             rollouts.append(rollout)
             if on_rollout is not None:
                 on_rollout(rollout)
-    return SolveResult(task=task.name, backend=backend, model=getattr(policy, "name", "?"), rollouts=rollouts)
+    return SolveResult(task=task.name, backend=backend, model=policy.name, rollouts=rollouts)
 
 
 def write_solve_outputs(result: SolveResult, out_dir: str | Path) -> Path:
@@ -156,16 +156,16 @@ def write_solve_outputs(result: SolveResult, out_dir: str | Path) -> Path:
 
 
 def solve_table(result: SolveResult) -> Table:
-    """A rich table of every rollout; the best one is starred."""
+    """A rich table of every rollout, the best one starred; full feedback is in verdicts.jsonl."""
     from rich.table import Table
 
     best = result.best
     table = Table(title=f"{result.task} ({result.backend}, {result.model})")
-    for col in ("", "sample", "turn", "status", "speedup", "vs compile", "finish", "feedback"):
-        table.add_column(col, overflow="fold" if col == "feedback" else "ellipsis")
+    for col in ("", "sample", "turn", "status", "speedup", "vs compile"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("feedback")
     for r in result.rollouts:
         v = r.verdict
-        first_line = (v.feedback.strip().splitlines() or [""])[0]
         table.add_row(
             "*" if r is best else "",
             str(r.sample),
@@ -173,8 +173,7 @@ def solve_table(result: SolveResult) -> Table:
             v.status,
             _speed(v, v.speedup_eager),
             _speed(v, v.speedup_compile),
-            r.completion.finish_reason,
-            first_line[:100],
+            _first_line(v.feedback, 60),
         )
     return table
 
@@ -183,3 +182,8 @@ def _speed(verdict: Verdict, x: float | None) -> str:
     if not verdict.correct:
         return "-"
     return "untimed" if x is None else f"{x:.2f}x"
+
+
+def _first_line(text: str, width: int) -> str:
+    line = (text.strip().splitlines() or [""])[0]
+    return line if len(line) <= width else line[: width - 3] + "..."

@@ -21,20 +21,22 @@ import pytest
 from kernelzero.generation import GenerationError, SamplingConfig
 from kernelzero.generation.openai import OpenAIPolicy
 
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
 KEY = "test-key"
 CHATS = [
     [{"role": "system", "content": "You write kernels."}, {"role": "user", "content": "Fuse add and relu."}],
     [{"role": "user", "content": "Hello"}],
     [{"role": "user", "content": "Write a softmax."}],
 ]
-SAMPLING = SamplingConfig(max_new_tokens=16, seed=0)
+SAMPLING = SamplingConfig(max_new_tokens=12, seed=0)
 
 
 @pytest.fixture(scope="module")
 def server_url(tiny_model_dir: Path) -> Iterator[str]:
     """`kernelzero serve` on 127.0.0.1, a free port, the tiny model, requiring an API key."""
     src = str(Path(__file__).parents[2] / "src")
-    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"}
     args = ["serve", "--model", str(tiny_model_dir), "--port", "0", "--api-key", KEY, "--device", "cpu"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernelzero.cli", *args],
@@ -79,8 +81,10 @@ def test_n_completions_per_prompt_match_the_local_backend(server_url, local_poli
 
 def test_one_request_per_sample_when_the_server_ignores_n(server_url):
     client = OpenAIPolicy("tiny", server_url, api_key=KEY, n_in_one_request=False)
-    out = client.generate(CHATS[:1], n=3, sampling=SamplingConfig(max_new_tokens=8, seed=0))
-    assert len(out[0]) == 3 and len({c.text for c in out[0]}) == 1  # same seed, n=1 each: identical samples
+    sampling = SamplingConfig(max_new_tokens=8, seed=0)
+    out = client.generate(CHATS[:1], n=3, sampling=sampling)[0]
+    assert len(out) == 3 and len({c.text for c in out}) == 3  # requests get seeds 0, 1, 2: distinct samples
+    assert client.generate(CHATS[:1], n=3, sampling=sampling)[0] == out
 
 
 def test_agenerate_inside_an_event_loop(server_url):
@@ -210,7 +214,7 @@ def test_transient_server_error_is_retried():
         "n": 2,
         "temperature": 1.0,
         "top_p": 1.0,
-        "max_tokens": 16,
+        "max_tokens": SAMPLING.max_new_tokens,
         "seed": 0,
     }
 

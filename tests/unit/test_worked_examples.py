@@ -50,7 +50,7 @@ def run_example(backend: str, device: str, env: dict[str, str]) -> subprocess.Co
 
 def test_triton_example_is_correct_under_the_interpreter():
     pytest.importorskip("triton")
-    result = run_example("triton", "cpu", {"TRITON_INTERPRET": "1"})
+    result = run_example("triton", "cpu", {"TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr[-2000:]
     assert float(result.stdout.split()[-1]) <= 1e-5
 

@@ -18,8 +18,13 @@ class HFPolicy:
 
     def __init__(self, path: str | Path, *, device: str = "auto", dtype: str = "auto", batch_size: int = 16):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        try:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as e:
+            raise GenerationError(
+                f"the transformers backend needs the `train` extra: pip install 'kernelzero[train]' ({e})"
+            ) from None
         path = Path(path)
         if not (path / "config.json").is_file():
             raise GenerationError(

@@ -16,6 +16,7 @@ import random
 import socket
 import ssl
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -78,14 +79,22 @@ class OpenAIPolicy:
         limit = asyncio.Semaphore(self.max_concurrency)
         per_request = n if self.n_in_one_request else 1
 
-        async def one(chat: Chat, k: int) -> list[Completion]:
+        async def one(chat: Chat, j: int) -> list[Completion]:
+            # Split requests get seeds seed, seed+1, ...: reproducible, yet not n copies of one sample.
+            seeded = sampling if sampling.seed is None else replace(sampling, seed=sampling.seed + j)
             async with limit:
-                return await self._complete(chat, k, sampling)
+                return await self._complete(chat, per_request, seeded)
 
-        jobs = [(i, one(chat, per_request)) for i, chat in enumerate(prompts) for _ in range(n // per_request)]
-        results = await asyncio.gather(*(job for _, job in jobs))
+        requests = [(i, j) for i in range(len(prompts)) for j in range(n // per_request)]  # (prompt, request)
+        tasks = [asyncio.ensure_future(one(prompts[i], j)) for i, j in requests]
+        try:
+            results = await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            raise
         out: list[list[Completion]] = [[] for _ in prompts]
-        for (i, _), completions in zip(jobs, results, strict=True):
+        for (i, _), completions in zip(requests, results, strict=True):
             out[i].extend(completions)
         return out
 

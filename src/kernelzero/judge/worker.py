@@ -405,6 +405,7 @@ def _cuda_profiler(torch):
 
 
 JOBS = {"reference": _job_reference, "candidate": _job_candidate}
+JOBS["validate"] = __import__("kernelzero.judge.validate_job").judge.validate_job.bind(sys.modules[__name__])
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,320 @@
+"""Task validation: is a proposed module a usable task? Static checks here, run-time checks in the judge's sandbox.
+
+Order (cheapest first; the first failure is the verdict):
+  static, in this process, nothing executed:  parse -> missing_api -> contaminated -> duplicate (vs the pool)
+  sandbox (`validate` worker job):            runtime_error / crashed / timeout -> too_large
+  on the saved outputs, in this process:      bad_output -> non_finite -> nondeterministic -> zero_output
+                                              -> below_tolerance -> constant_output -> input_independent -> too_slow
+  batch (validate_many):                      duplicate (vs an earlier valid task of the same batch)
+The task's code never runs in the caller's process: the worker saves its outputs to a file and every decision on
+them is taken here. `Validator.validate_many` runs tasks concurrently (one worker process each).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from kernelzero.curriculum.similarity import SimilarityIndex
+from kernelzero.proposer import TaskBudget
+
+# Every reason a task can be rejected, in check order, with what it means.
+REASONS: dict[str, str] = {
+    "parse": "not Python, or does not define class Model (with forward), get_inputs and get_init_inputs",
+    "missing_api": "Model.__init__/forward do not use every API of the task's set",
+    "contaminated": "near-copy of a KernelBench task",
+    "duplicate": "near-duplicate of a task already in the pool",
+    "runtime_error": "raised while importing, building Model, drawing inputs or in forward",
+    "crashed": "the worker died without reporting (segfault, out of memory)",
+    "timeout": "did not finish within the validation timeout",
+    "too_large": "inputs or parameters over the budget",
+    "bad_output": "forward returned something other than tensors",
+    "non_finite": "NaN or inf in the output",
+    "nondeterministic": "two forwards on the same inputs differ",
+    "zero_output": "the output is all zeros",
+    "below_tolerance": "every output value is within the correctness tolerance of 0 (returning zeros would pass)",
+    "constant_output": "the output holds one value repeated",
+    "input_independent": "the output does not change when the input does",
+    "too_slow": "one eager forward over the time budget",
+}
+
+
+@dataclass(frozen=True)
+class ValidationConfig:
+    """What a proposed task must satisfy; defaults are the Proposer prompt's own budget (`proposer.TaskBudget`)."""
+
+    budget: TaskBudget = field(default_factory=TaskBudget)
+    """Input/parameter element limits and the per-forward time limit (the prompt states the same numbers)."""
+    device: str = "auto"
+    """Where the task runs: cpu, cuda or auto (cuda when available)."""
+    timeout_s: float = 120.0
+    """Wall-clock limit of one validation worker (import, build, three forwards)."""
+    memory_limit_gb: float = 16.0
+    """Address-space limit of a CPU worker."""
+    duplicate_threshold: float = 0.85
+    """n-gram Jaccard similarity at or above which a task duplicates one in the pool."""
+    contamination_threshold: float = 0.7
+    """n-gram Jaccard similarity at or above which a task is a near-copy of a KernelBench task."""
+    atol: float = 1e-4
+    """Tolerance of the determinism, input-dependence and below-tolerance checks (the judge's fp32 atol/rtol)."""
+    rtol: float = 1e-4
+    workers: int | None = None
+    """Concurrent validation workers in validate_many (default: the CPU count)."""
+
+    def __post_init__(self) -> None:
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"ValidationConfig.device must be auto, cpu or cuda, got {self.device!r}")
+        for name in ("duplicate_threshold", "contamination_threshold"):
+            if not 0.0 < getattr(self, name) <= 1.0:
+                raise ValueError(f"ValidationConfig.{name} must be in (0, 1], got {getattr(self, name)!r}")
+        if self.timeout_s <= 0:
+            raise ValueError(f"ValidationConfig.timeout_s must be > 0, got {self.timeout_s!r}")
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    """The verdict on one task: `reason` is None for a valid task, else a key of REASONS; `detail` says more."""
+
+    name: str
+    reason: str | None
+    detail: str = ""
+    apis: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()  # for missing_api: the APIs of the set the module does not use
+    similar_to: str | None = None  # for duplicate / contaminated: the closest task
+    similarity: float | None = None
+    forward_ms: float | None = None
+    input_elements: int | None = None
+    param_elements: int | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.reason is None
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return {**asdict(self), "valid": self.valid}
+
+
+class Validator:
+    """Validates tasks against a pool (`duplicate`) and optionally a KernelBench checkout (`contaminated`)."""
+
+    def __init__(self, config: ValidationConfig | None = None, *, pool: SimilarityIndex | None = None,
+                 kernelbench: str | os.PathLike | None = None):  # fmt: skip
+        self.config = config or ValidationConfig()
+        self.pool = pool if pool is not None else SimilarityIndex()
+        self.kernelbench = SimilarityIndex()
+        if kernelbench is not None:
+            from kernelzero.tasks import load_tasks
+
+            for t in load_tasks(kernelbench):
+                self.kernelbench.add(f"level{t.level}/{t.name}", t.source)
+        self.device = self._resolve(self.config.device)
+
+    @staticmethod
+    def _resolve(device: str) -> str:
+        if device != "auto":
+            return device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    # ------------------------------------------------------------------ static
+    def static(self, name: str, source: str, apis: Sequence[str]) -> ValidationResult | None:
+        """The first static failure, or None when the source passes parse, API, KernelBench and pool checks."""
+        from kernelzero.apis import missing_apis
+        from kernelzero.apis.names import canonical
+        from kernelzero.tasks import TaskFormatError, check_source
+
+        apis = tuple(apis)
+        try:
+            check_source(source, name)
+        except TaskFormatError as e:
+            return ValidationResult(name, "parse", e.message, apis)
+        canon = [canonical(a) or a if a.startswith("torch.") else a for a in apis]  # torch.nn.Linear -> nn.Linear
+        unused = set(missing_apis(source, canon))
+        missing = tuple(a for a, c in zip(apis, canon) if c in unused)
+        if missing:
+            return ValidationResult(name, "missing_api", "not used by Model: " + ", ".join(missing), apis, missing)
+        for reason, index, threshold in (("contaminated", self.kernelbench, self.config.contamination_threshold),
+                                         ("duplicate", self.pool, self.config.duplicate_threshold)):  # fmt: skip
+            match = index.closest(source)
+            if match is not None and match.similarity >= threshold:
+                how = "same normalised AST as" if match.exact else f"similarity {match.similarity:.2f} to"
+                return ValidationResult(name, reason, f"{how} {match.name}", apis, similar_to=match.name,
+                                        similarity=match.similarity)  # fmt: skip
+        return None
+
+    # ------------------------------------------------------------------ full
+    def validate(self, name: str, source: str, apis: Sequence[str]) -> ValidationResult:
+        """Static checks, then the sandboxed run. Never raises for a bad task: every failure is a result."""
+        return self.static(name, source, apis) or self._run(name, source, tuple(apis))
+
+    def validate_many(self, items: Sequence[tuple[str, str, Sequence[str]]], *, within_batch: bool = True
+                      ) -> list[ValidationResult]:  # fmt: skip
+        """`validate` for (name, source, apis) items, concurrently, results in input order. With `within_batch`,
+        a valid item that near-duplicates an earlier valid item of the batch becomes `duplicate` (the first
+        stays), so a batch never adds two copies to the pool. The Proposer's repetition penalty is separate."""
+        workers = self.config.workers or os.cpu_count() or 2
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kz-validate") as ex:
+            results = list(ex.map(lambda it: self.validate(*it), items))
+        if not within_batch:
+            return results
+        seen = SimilarityIndex(self.pool.ngram)
+        for i, ((name, source, _), r) in enumerate(zip(items, results)):
+            if not r.valid:
+                continue
+            match = seen.closest(source)
+            if match is not None and match.similarity >= self.config.duplicate_threshold:
+                how = "same normalised AST as" if match.exact else f"similarity {match.similarity:.2f} to"
+                results[i] = replace(r, reason="duplicate", detail=f"{how} {match.name} (same batch)",
+                                     similar_to=match.name, similarity=match.similarity)  # fmt: skip
+            else:
+                seen.add(name, source)
+        return results
+
+    def validate_fn(self, source: str, apis: Sequence[str]) -> tuple[bool, list[str]]:
+        """The Proposer trainer's `validate_fn(task_source, api_set) -> (valid, reasons)` (trainers.proposer)."""
+        r = self.validate(f"proposed_{secrets.token_hex(4)}", source, apis)
+        return r.valid, [] if r.valid else [f"{r.reason}: {r.detail}"]
+
+    def _run(self, name: str, source: str, apis: tuple[str, ...]) -> ValidationResult:
+        import torch
+
+        from kernelzero.judge.sandbox import ChannelError, Sandbox
+
+        b = self.config.budget
+        seeds = [secrets.randbelow(2**31) for _ in range(3)]
+        job = {"kind": "validate", "device": self.device, "init_seed": seeds[0], "input_seed": seeds[1],
+               "other_seed": seeds[2], "max_input_elements": b.max_input_elements,
+               "max_param_elements": b.max_param_elements}  # fmt: skip
+        sb = Sandbox(job=job, device=self.device, memory_limit_gb=self.config.memory_limit_gb)
+        (sb.scratch / "task.py").write_text(source)
+        sb.job["task_path"] = str(sb.scratch / "task.py")
+        sizes: dict = {}
+
+        def result(reason: str | None, detail: str = "", **kw) -> ValidationResult:
+            return ValidationResult(name, reason, detail, apis, input_elements=sizes.get("input_elements"),
+                                    param_elements=sizes.get("param_elements"), **kw)  # fmt: skip
+
+        try:
+            sb.start()
+            deadline = time.monotonic() + self.config.timeout_s
+            while True:
+                msg = sb.recv(deadline)
+                if msg is None:
+                    exit_ = sb.finish()
+                    return result("crashed", f"worker exited (code {exit_.returncode}): {exit_.log_tail[-600:]}")
+                event = msg.get("event")
+                if event == "error":
+                    return result("runtime_error", f"{msg['stage']}: {msg['message'][-1200:]}")
+                if event == "sized":
+                    sizes = msg
+                    if msg["input_elements"] > b.max_input_elements or msg["param_elements"] > b.max_param_elements:
+                        return result("too_large", f"{msg['input_elements']:,} input and {msg['param_elements']:,} "
+                                      f"parameter elements; budget {b.max_input_elements:,} and "
+                                      f"{b.max_param_elements:,}")  # fmt: skip
+                elif event == "outputs":
+                    runs = torch.load(sb.scratch / msg["file"], weights_only=True, map_location="cpu")["runs"]
+                    reason, detail = judge_outputs(runs, msg["non_tensor"], self.config.atol, self.config.rtol)
+                    ms = float(msg["forward_ms"])
+                    if reason is None and ms > b.max_forward_ms_cpu:
+                        reason, detail = "too_slow", f"forward took {ms:.0f} ms; budget {b.max_forward_ms_cpu:.0f} ms"
+                    return result(reason, detail, forward_ms=ms)
+                elif event == "done":
+                    return result("crashed", "worker finished without reporting outputs")
+        except TimeoutError:
+            return result("timeout", f"no result within {self.config.timeout_s:.0f} s")
+        except ChannelError as exc:
+            return result("crashed", f"channel: {exc}")
+        finally:
+            sb.finish()
+            sb.cleanup()
+
+
+def judge_outputs(runs: list[list], non_tensor: Sequence[int], atol: float, rtol: float) -> tuple[str | None, str]:
+    """The output checks on the three forwards the worker saved (a, b = same inputs; c = other inputs).
+
+    Pure: tensors in, (reason or None, detail) out. Checks in REASONS order."""
+    import torch
+
+    a, b, c = runs
+    if non_tensor or not a:
+        return "bad_output", f"forward returned non-tensor values at positions {list(non_tensor)}" if a else \
+            "forward returned no tensors"  # fmt: skip
+    floats = [t for t in a if t.is_floating_point() or t.is_complex()]
+    for i, t in enumerate(a):
+        if (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t).all()):
+            n = int((~torch.isfinite(t)).sum())
+            return "non_finite", f"output {i}: {n} of {t.numel()} values are NaN or inf"
+    if not _same(a, b, atol, rtol):
+        return "nondeterministic", "two forwards of the same model on the same inputs differ"
+    if all(t.numel() == 0 or not bool(t.any()) for t in a):
+        return "zero_output", "every output value is 0"
+    if floats and len(floats) == len(a) and all(float(t.abs().max()) <= atol for t in a if t.numel()):
+        return "below_tolerance", f"max |output| <= atol={atol:g} everywhere"
+    if all(t.numel() > 1 and bool((t == t.reshape(-1)[0]).all()) for t in a):
+        return "constant_output", f"every output holds one value ({float(a[0].reshape(-1)[0]):.6g})"
+    if _same(a, c, atol, rtol):
+        return "input_independent", "outputs on two different input draws agree within tolerance"
+    return None, ""
+
+
+def _same(xs: list, ys: list, atol: float, rtol: float) -> bool:
+    import torch
+
+    if len(xs) != len(ys):
+        return False
+    for x, y in zip(xs, ys):
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        if x.is_floating_point() or x.is_complex():
+            if not torch.allclose(x, y, atol=atol, rtol=rtol, equal_nan=True):
+                return False
+        elif not torch.equal(x, y):
+            return False
+    return True
+
+
+def read_apis_constant(source: str) -> tuple[str, ...] | None:
+    """A hand-written task's declared API set: a module-level `APIS = [...]` of string literals, else None."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "APIS" for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                return None
+            if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+                return tuple(value)
+    return None
+
+
+def validate_folder(folder: str | os.PathLike, validator: Validator, *, apis_from_name: bool = False
+                    ) -> list[ValidationResult]:  # fmt: skip
+    """Validate every `*.py` in a folder (sorted by name; a later near-copy of an earlier valid file is
+    `duplicate`). A file's API set: with `apis_from_name` its stem split on `__`; else its `APIS` constant; else
+    the APIs it is found to use."""
+    from kernelzero.apis import extract_apis
+
+    items = []
+    for p in sorted(Path(folder).glob("*.py")):
+        source = p.read_text(encoding="utf-8")
+        apis = tuple(p.stem.split("__")) if apis_from_name else read_apis_constant(source)
+        if apis is None:
+            try:
+                apis = extract_apis(source)
+            except SyntaxError:
+                apis = ()
+        items.append((p.stem, source, apis))
+    return validator.validate_many(items)

@@ -1,0 +1,197 @@
+"""Curriculum pieces that need no worker: similarity, output checks, the pool's state, frontier statistics."""
+
+import pytest
+import torch
+
+from kernelzero.curriculum.frontier import api_rates, batch_rewards, hardest_apis, pair_rates, success_rate
+from kernelzero.curriculum.pool import TaskPool
+from kernelzero.curriculum.propose import read_api_sets, reasons_table
+from kernelzero.curriculum.similarity import SimilarityIndex, ast_hash
+from kernelzero.curriculum.validate import ValidationConfig, Validator, judge_outputs, read_apis_constant
+from kernelzero.rewards.proposer import ProposerRewardConfig
+from kernelzero.tasks import Task
+
+SRC = """
+import torch
+from torch import nn
+
+class Model(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+
+    def forward(self, x):
+        return torch.tanh(self.lin(x))
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+def get_init_inputs():
+    return [16]
+"""
+RENAMED = SRC.replace("lin", "proj").replace("(x)", "(inp)").replace("x)", "inp)").replace("16", "32") + "# note\n"
+OTHER = SRC.replace("torch.tanh(self.lin(x))", "torch.softmax(self.lin(x) * 2.0 + x.sum(1, keepdim=True), dim=1)")
+
+
+def test_ast_hash_ignores_names_sizes_and_comments_but_not_ops():
+    assert ast_hash(SRC) == ast_hash(RENAMED)
+    assert ast_hash(SRC) != ast_hash(SRC.replace("torch.tanh", "torch.sigmoid"))
+    assert ast_hash("def (") is None
+
+
+def test_similarity_index_closest():
+    idx = SimilarityIndex()
+    idx.add("a", SRC)
+    assert idx.closest(RENAMED).exact and idx.closest(RENAMED).name == "a"
+    near = idx.closest(OTHER)
+    assert not near.exact and 0.3 < near.similarity < 0.9
+    idx.remove("a")
+    assert idx.closest(SRC) is None
+
+
+def test_static_checks_name_missing_apis_and_duplicates():
+    pool = SimilarityIndex()
+    pool.add("pooled", SRC)
+    v = Validator(ValidationConfig(device="cpu"), pool=pool)
+    r = v.static("t", OTHER, ["torch.nn.Linear", "torch.tanh", "F.softmax"])
+    assert (r.reason, r.missing) == ("missing_api", ("torch.tanh",))
+    r = v.static("t", RENAMED, ["nn.Linear", "torch.tanh"])
+    assert (r.reason, r.similar_to, r.similarity) == ("duplicate", "pooled", 1.0)
+    assert v.static("t", "class Model: pass", []).reason == "parse"
+    assert v.static("t", OTHER, ["nn.Linear", "torch.softmax"]) is None
+    assert v.validate_fn(OTHER, ["nn.Linear", "torch.tanh"]) == (False, ["missing_api: not used by Model: torch.tanh"])
+
+
+def _runs(a, b=None, c=None):
+    return [[a], [a if b is None else b], [a * 2 + 1 if c is None else c]]
+
+
+@pytest.mark.parametrize(
+    ("runs", "reason"),
+    [
+        (_runs(torch.randn(4, 4)), None),
+        (_runs(torch.tensor([1.0, float("nan")])), "non_finite"),
+        (_runs(torch.ones(4), torch.ones(4) * 2), "nondeterministic"),
+        (_runs(torch.zeros(3, 3)), "zero_output"),
+        (_runs(torch.full((3,), 1e-6), c=torch.full((3,), 2e-6)), "below_tolerance"),
+        (_runs(torch.full((5,), 3.0), c=torch.full((5,), 4.0)), "constant_output"),
+        (_runs(torch.arange(5.0), c=torch.arange(5.0)), "input_independent"),
+        (_runs(torch.tensor(2.5)), None),  # a scalar loss is not "constant"
+    ],
+)
+def test_judge_outputs(runs, reason):
+    assert judge_outputs(runs, [], 1e-4, 1e-4)[0] == reason
+
+
+def test_judge_outputs_non_tensor():
+    assert judge_outputs([[], [], []], [0], 1e-4, 1e-4)[0] == "bad_output"
+
+
+def test_read_apis_constant_and_api_set_file(tmp_path):
+    assert read_apis_constant("APIS = ['nn.Linear', 'F.gelu']\n") == ("nn.Linear", "F.gelu")
+    assert read_apis_constant("APIS = [f(x)]\n") is None
+    f = tmp_path / "sets.txt"
+    f.write_text('nn.Linear, F.gelu\n# comment\n["torch.softmax", "nn.LayerNorm"]\n')
+    assert read_api_sets(f) == [("nn.Linear", "F.gelu"), ("torch.softmax", "nn.LayerNorm")]
+
+
+def _task(name, apis=("nn.Linear", "torch.tanh"), src=SRC):
+    return Task(name=name, source=src, origin="proposed", apis=apis)
+
+
+def test_pool_records_hard_pool_and_round_trips(tmp_path):
+    pool = TaskPool()
+    pool.add_many([_task("a"), _task("b"), _task("c", ("F.relu",))])
+    with pytest.raises(ValueError, match="already in the pool"):
+        pool.add(_task("a"))
+    pool.record("a", 0, 4)
+    pool.record("b", 2, 4)
+    pool.record("c", 0, 4)
+    assert [e.name for e in pool.hard()] == ["a", "c"]
+    assert pool["b"].success_rate == 0.5
+    drawn = pool.draw_hard(1)
+    assert [(t.name, t.origin) for t in drawn] == [("a", "recycled")] and pool["a"].task.origin == "proposed"
+    assert [t.name for t in pool.draw_hard(5)] == ["c"]  # a was drawn this round
+    pool.next_round()
+    assert [t.name for t in pool.draw_hard(5)] == ["a", "c"]
+    path = pool.save(tmp_path)
+    assert path.name == "pool.jsonl" and not list(tmp_path.glob(".*tmp"))
+    again = TaskPool.load(tmp_path)
+    assert again.state_dict() == pool.state_dict()
+    assert again.index.closest(RENAMED).exact
+    with pytest.raises(ValueError, match="successes"):
+        pool.record("a", 5, 4)
+
+
+def test_success_rate_skips_infra_failures():
+    assert success_rate([True, False, None, True]) == pytest.approx(2 / 3)
+    assert success_rate([None, None]) is None
+
+
+def test_api_and_pair_rates_pool_samples():
+    records = [(("a", "b"), 2, 4), (("a", "c"), 0, 4), (("b", "c"), 4, 4), (("a",), 1, 0)]
+    apis = api_rates(records)
+    assert (apis["a"].successes, apis["a"].samples, apis["a"].tasks) == (2, 8, 2)
+    assert apis["c"].rate == 0.5
+    pairs = pair_rates(records)
+    assert set(pairs) == {("a", "b"), ("a", "c"), ("b", "c")} and pairs[("a", "c")].rate == 0.0
+    assert [a for a, _ in hardest_apis(apis, 2)] == ["a", "c"]
+
+
+def test_batch_rewards_frontier_rho_and_repetition_penalty():
+    cfg = ProposerRewardConfig(rho=-0.5)
+    other = SRC.replace("torch.tanh(self.lin(x))", "torch.cumsum(torch.relu(self.lin(x)) ** 2, dim=1).flip(1)")
+    r = batch_rewards([True, False, True, True], [0.5, None, 0.25, None], [SRC, "x", other, SRC], cfg)
+    assert r[1] == -0.5 and r[3] is None  # invalid -> rho; valid but unmeasured -> None
+    assert r[0] == pytest.approx(1.0 - 1 / 4)  # duplicated by task 3: penalty (|C|-1)/B
+    assert r[2] == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        batch_rewards([True], [], [SRC])
+
+
+def test_reasons_table_and_heatmap(tmp_path):
+    from collections import Counter
+
+    from kernelzero.curriculum.report import frontier_heatmap, hardest_table
+
+    table = reasons_table(Counter({"valid": 1, "parse": 3}), 4)
+    assert table.splitlines()[1].split() == ["valid", "1", "25%"] and "parse" in table.splitlines()[2]
+    records = [(("F.gelu", "nn.Linear"), 1, 4), (("F.gelu", "torch.sum"), 0, 4)]
+    png = frontier_heatmap(pair_rates(records), tmp_path / "map.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert hardest_table(api_rates(records)).splitlines()[1].split()[:2] == ["torch.sum", "0.00"]
+
+
+class _Stub:
+    """A policy that answers every chat with the same text."""
+
+    def __init__(self, text: str, name: str = "stub"):
+        self.text, self.name = text, name
+
+    def generate(self, prompts, n, sampling):
+        from kernelzero.generation.base import Completion
+
+        return [[Completion(self.text, "stop") for _ in range(n)] for _ in prompts]
+
+
+def test_propose_batch_scores_valid_tasks_with_coder_samples(tmp_path):
+    """Proposer -> validation (a real worker) -> k Coder samples judged by a stub judge -> l(m) and r_P."""
+    from kernelzero.curriculum.propose import propose_batch, write_outputs
+    from kernelzero.judge.verdict import Verdict
+
+    proposer = _Stub("Here is the task:\n```python\n" + OTHER + "```\n")
+    coder = _Stub("```python\nclass ModelNew:\n    pass\n```")
+    calls = iter([True, False, False, True, True, True])  # task 0 gets T F F T; the batch's 2nd set is invalid
+
+    def judge_fn(task, code, backend):
+        return Verdict.fail("incorrect", "stub") if not next(calls) else Verdict(status="ok", correct=True)
+
+    sets = [("nn.Linear", "torch.softmax"), ("nn.Linear", "torch.tanh")]  # the second misses tanh
+    summary = propose_batch(proposer, sets, Validator(ValidationConfig(device="cpu")), coder=coder, k=4,
+                            judge_fn=judge_fn)  # fmt: skip
+    first, second = summary.proposals
+    assert first.result.valid and (first.successes, first.samples, first.success_rate) == (2, 4, 0.5)
+    assert first.reward == pytest.approx(1.0) and second.reward == -0.5
+    assert (second.result.reason, second.samples) == ("missing_api", None)
+    tasks, side = write_outputs(summary, tmp_path / "t.jsonl")
+    assert tasks.read_text().count("\n") == 1 and '"missing_api": 1' in side.read_text()
