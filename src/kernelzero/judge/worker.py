@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kernelzero.judge.build import install_load_inline_shim
 from kernelzero.judge.sandbox import Channel
 
 
@@ -189,6 +190,7 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     task_mod = load_module(job["task_path"], "kz_task")
     init_inputs = list(task_mod.get_init_inputs())
     reference = build_model(torch, task_mod.Model, init_inputs, job["init_seed"], device)
+    install_load_inline_shim(job)  # issue 5: load prebuilt CUDA extensions from the build farm's cache
     for hook in GUARD_HOOKS:
         hook("before_import", {"job": job})
     t0 = bound.perf_counter()
@@ -231,7 +233,23 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     chan.send({"event": "timing", "candidate": stats})
 
 
-JOBS = {"reference": _job_reference, "candidate": _job_candidate}
+def _job_build(job: dict, chan: Channel, torch, bound: _Bound) -> None:
+    """Issue 5: import the candidate on CPU so its load_inline calls build into `build_dir` (see judge/build.py).
+    Only a failed load_inline build is the candidate's compile error; any other failure here (e.g. CUDA touched
+    at import) says only that this candidate must be built where it runs: `unbuilt`, and the GPU worker builds."""
+    state = install_load_inline_shim(job)
+    try:
+        load_module(job["candidate_path"], "kz_candidate")
+    except Exception as exc:  # the import failed: a compile error if a build failed, else "build it on the GPU"
+        if state["compile_error"] is not None:
+            raise StageError("compile", RuntimeError(state["compile_error"])) from exc
+        if not state["calls"]:
+            chan.send({"event": "unbuilt", "message": _short_tb(exc)})
+            return
+    chan.send({"event": "built", "calls": state["calls"]})  # what failed to build is retried in the GPU worker
+
+
+JOBS = {"reference": _job_reference, "candidate": _job_candidate, "build": _job_build}
 
 
 def main(argv: list[str]) -> int:
