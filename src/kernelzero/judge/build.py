@@ -18,8 +18,9 @@ each load_inline call has its own key (sources, functions, flags, include paths)
 
 Meaning is unchanged: sources, flags and `-O` levels are passed as written. What changes: TORCH_CUDA_ARCH_LIST is
 set to the judging GPU's arch (a CPU worker would otherwise build for every arch), the extension name gets a
-content suffix, MAX_JOBS bounds ninja, and torch's own precompiled `torch/extension.h` (load_inline's `use_pch`)
-is used for the host translation unit when the parent has built it for the same flags.
+content suffix, MAX_JOBS bounds ninja, and where `split.py` applies, torch-facing host code moves from the `.cu` to
+the C++ translation unit, which uses a precompiled torch/extension.h built here for the same flags. Any trick that
+fails to build falls back to the build of the code as written, whose result (and compile error) is the verdict.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import hashlib
 import inspect
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -72,14 +74,20 @@ def install_load_inline_shim(job: dict) -> dict:
         entry = Path(root) / key
         state["calls"].append(key)
         if mode == "load":
-            so = entry / f"{unique}.so"
-            if not so.is_file():
-                return original(**a)  # not prebuilt (built inside this worker, as without a farm)
-            return cpp._import_module_from_library(unique, str(entry), a["is_python_module"])
+            for where in (entry / "split", entry):
+                if (where / f"{unique}.so").is_file():
+                    return cpp._import_module_from_library(unique, str(where), a["is_python_module"])
+            return original(**a)  # not prebuilt (built inside this worker, as without a farm)
         entry.mkdir(parents=True, exist_ok=True)
         a.update(name=unique, build_directory=str(entry))
-        if job.get("pch") and not a["extra_cflags"] and not a["extra_include_paths"]:
-            a["use_pch"] = True  # the parent built torch's PCH for exactly these (empty) flags
+        fast = _split_call(a, job) if job.get("split", True) else None
+        if fast is not None:
+            (entry / "split").mkdir(exist_ok=True)
+            try:
+                return original(**dict(fast, build_directory=str(entry / "split")))
+            except Exception:  # the trick did not apply after all: build the code as written
+                shutil.rmtree(entry / "split", ignore_errors=True)
+                cpp.JIT_EXTENSION_VERSIONER.entries.pop(unique, None)  # else torch renames the retry `_v1`
         try:
             return original(**a)
         except Exception as exc:
@@ -89,6 +97,28 @@ def install_load_inline_shim(job: dict) -> dict:
 
     cpp.load_inline = load_inline
     return state
+
+
+def _as_list(sources: Any) -> list[str]:
+    return [sources] if isinstance(sources, str) else list(sources or [])
+
+
+def _split_call(a: dict, job: dict) -> dict | None:
+    """load_inline arguments for the split build (torch-free `.cu`, see split.py), or None if it does not apply."""
+    from kernelzero.judge.split import split
+
+    if not a["cuda_sources"] or a["no_implicit_headers"] or a["sycl_sources"] or a["use_pch"]:
+        return None
+    parts = split(_as_list(a["cpp_sources"]), _as_list(a["cuda_sources"]))
+    if parts is None:
+        return None
+    # nvcc hands its -O level to the host compiler for host code: the moved host code keeps it.
+    opt = [f for f in a["extra_cuda_cflags"] or [] if re.fullmatch(r"-O[0-3s]?", f)]
+    cflags = [*(a["extra_cflags"] or []), *opt]
+    pch = (job.get("pch_dirs") or {}).get(json.dumps(cflags))
+    if pch and not a["extra_include_paths"]:
+        cflags = [*cflags, f"-I{pch}"]  # holds only torch/extension.h.gch, built for exactly these flags
+    return dict(a, cpp_sources=parts[0], cuda_sources=parts[1], no_implicit_headers=True, extra_cflags=cflags)
 
 
 # ------------------------------------------------------------------------------------------- in the judge process
@@ -131,7 +161,7 @@ class BuildFarm:
     workers: int = 0  # concurrent builds; 0: half the CPU cores (ninja builds two objects per extension)
     timeout_s: float = 600.0
     memory_limit_gb: float = 16.0
-    pch: bool = True  # build torch's precompiled extension.h once here and let builds use it
+    pch: bool = True  # build precompiled torch/extension.h headers (background, once per cache) for builds
 
     def __post_init__(self) -> None:
         self.workers = self.workers or max(1, (os.cpu_count() or 2) // 2)
@@ -143,7 +173,7 @@ class BuildFarm:
         self._lock = threading.Lock()
         self._inflight: dict[str, threading.Lock] = {}
         self.builds_started = 0  # build jobs actually run (cache hits and dedupe do not count)
-        self._pch_ready = threading.Event()
+        self._pch_dirs: dict[str, str] = {}  # json(host cflags) -> dir holding torch/extension.h.gch
         if self.pch:
             threading.Thread(target=self._warm_pch, name="kz-pch", daemon=True).start()
 
@@ -189,7 +219,9 @@ class BuildFarm:
         with self._lock:
             self.builds_started += 1
         env = {"TORCH_CUDA_ARCH_LIST": self.arch, "MAX_JOBS": "2", "CUDA_VISIBLE_DEVICES": ""}
-        job = {"kind": "build", "device": "cpu", "build_mode": "build", "pch": self._pch_ready.is_set()}
+        with self._lock:
+            pch_dirs = dict(self._pch_dirs)
+        job = {"kind": "build", "device": "cpu", "build_mode": "build", "pch_dirs": pch_dirs}
         sb = Sandbox(job=job, device="cpu", memory_limit_gb=self.memory_limit_gb, extra_env=env)
         (sb.scratch / "candidate.py").write_text(source)
         sb.job.update(candidate_path=str(sb.scratch / "candidate.py"), build_dir=str(sb.scratch / "builds"))
@@ -231,14 +263,44 @@ class BuildFarm:
         return BuildResult(status, str(entry), feedback=feedback)
 
     def _warm_pch(self) -> None:
-        """Torch's precompiled torch/extension.h for empty extra flags, built here (trusted) where it lives."""
-        try:
-            import torch.utils.cpp_extension as cpp
+        """Precompiled torch/extension.h for the host TU of split builds, one per common flag set, built here
+        (trusted) into the cache. Not torch's own `use_pch`: that one lives in site-packages, and every plain
+        load_inline deletes it (in a read-only sandbox that deletion fails the candidate's build)."""
+        import inspect
+        import sysconfig
 
-            cpp._check_and_build_extension_h_precompiler_headers([], [])
-            self._pch_ready.set()
-        except Exception as exc:  # a read-only site-packages or no gcc: builds simply go without the PCH
-            print(f"kernelzero: no precompiled header ({type(exc).__name__}: {exc})", file=sys.stderr)
+        import torch.utils.cpp_extension as cpp
+
+        std = re.findall(r"-std=c\+\+\d+", inspect.getsource(cpp._write_ninja_file_to_build_library)) or ["-std=c++17"]
+        header = os.path.join(cpp.include_paths()[0], "torch", "extension.h")
+        includes = [*cpp.include_paths(), sysconfig.get_path("include")]
+        for flags in ([], ["-O3"], ["-O2"]):
+            out = self.root / "pch" / _digest(flags, toolchain()) / "torch"
+            cmd = [
+                cpp.get_cxx_compiler(),
+                "-x",
+                "c++-header",
+                header,
+                "-o",
+                str(out / "extension.h.gch"),
+                "-DTORCH_API_INCLUDE_EXTENSION_H",
+                *[f"-isystem{p}" for p in includes],
+                "-fPIC",
+                std[0],
+                *flags,
+            ]
+            if not (out / "extension.h.gch").is_file():
+                tmp = out.parent.with_name(out.parent.name + ".tmp")
+                (tmp / "torch").mkdir(parents=True, exist_ok=True)
+                cmd[5] = str(tmp / "torch" / "extension.h.gch")
+                res = subprocess.run(cmd, capture_output=True, text=True)
+                if res.returncode != 0:
+                    print(f"kernelzero: no precompiled header for {flags}: {res.stderr[-400:]}", file=sys.stderr)
+                    continue
+                shutil.rmtree(out.parent, ignore_errors=True)
+                os.rename(tmp, out.parent)
+            with self._lock:
+                self._pch_dirs[json.dumps(flags)] = str(out.parent)
 
     def state_dict(self) -> dict:
         return {"cache_dir": str(self.root), "builds_started": self.builds_started}
