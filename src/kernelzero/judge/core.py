@@ -30,7 +30,7 @@ from kernelzero.judge.build import BuildFarm
 from kernelzero.judge.check import compare
 from kernelzero.judge.env import fingerprint
 from kernelzero.judge.options import BACKENDS, JudgeOptions
-from kernelzero.judge.sandbox import ChannelError, Sandbox, isolation_mode
+from kernelzero.judge.sandbox import ChannelError, Sandbox, WarmSandboxes, isolation_mode
 from kernelzero.judge.verdict import Timing, Verdict
 from kernelzero.tasks import Task
 
@@ -95,6 +95,7 @@ class Judge:
         self.farm: BuildFarm | None = None
         self.sandbox_env: dict[str, str] = {}
         self.gpu_slots: threading.Semaphore | None = None
+        self.warm: WarmSandboxes | None = None
 
     @property
     def timed(self) -> bool:
@@ -146,6 +147,8 @@ class Judge:
 
     def _sandbox(self, job: dict[str, Any]) -> Sandbox:
         job = {**job, "device": self.device, "allow_tf32": self.options.allow_tf32}
+        if self.warm is not None:  # issue 5: a pre-spawned worker (same env), see WarmSandboxes
+            return self.warm.take(job)
         return Sandbox(job=job, device=self.device, memory_limit_gb=self.options.memory_limit_gb,
                        extra_env=dict(self.sandbox_env))
 

@@ -4,7 +4,8 @@ Scheduling (GPU): one `Judge` per visible GPU, each bound to its device by CUDA_
 most `slots_per_gpu` live candidate workers (timing is exclusive per GPU under the judge's timing lock; a second
 slot lets the next worker start up and load while one is timed). CUDA builds run first on the shared `BuildFarm`
 (`build_workers` sandboxed CPU builds), so builds overlap GPU work. Requests are dispatched to the least-busy GPU.
-Back-pressure: `submit` blocks once `max_pending` distinct requests are queued or running.
+Back-pressure: `submit` blocks once `max_pending` distinct requests are queued or running. Workers are spawned
+ahead of need (`WarmSandboxes`), so process start and `import torch` overlap other candidates' work.
 
 Dedupe: identical requests (same task source, candidate source and backend; common within a GRPO group) are judged
 once. Concurrent duplicates share one future; later ones get the cached verdict. Every caller gets its own copy.
@@ -25,6 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from kernelzero.judge.build import BuildFarm
 from kernelzero.judge.core import Judge, source_hash
 from kernelzero.judge.options import JudgeOptions
+from kernelzero.judge.sandbox import WarmSandboxes
 from kernelzero.judge.verdict import Verdict
 from kernelzero.tasks import Task
 
@@ -66,8 +68,8 @@ class JudgePool:
     """
 
     def __init__(self, options: JudgeOptions | None = None, workers: int | None = None, *, gpus: int | None = None,
-                 slots_per_gpu: int = 2, build_workers: int = 0, cache_dir: str | None = None,
-                 max_pending: int = 1024, dedupe: bool = True, cache_size: int = 100_000):  # fmt: skip
+                 slots_per_gpu: int = 2, build_workers: int = 0, cache_dir: str | None = None, max_pending: int = 1024,
+                 dedupe: bool = True, cache_size: int = 100_000, warm: bool = True):  # fmt: skip
         self.judge_ = Judge(options)
         self.judges = [self.judge_]
         self.farm: BuildFarm | None = None
@@ -85,6 +87,12 @@ class JudgePool:
         else:
             default = max(1, os.cpu_count() or 2)
         self.workers = workers or default
+        self._warm: list[WarmSandboxes] = []
+        if warm:  # pre-spawned workers: a candidate does not wait for a process start and `import torch`
+            per_judge = slots_per_gpu if self.farm is not None else self.workers
+            for judge in self.judges:
+                judge.warm = WarmSandboxes(per_judge, judge.device, judge.options.memory_limit_gb, judge.sandbox_env)
+                self._warm.append(judge.warm)
         self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kz-judge")
         self._init_client(len(self.judges), max_pending, dedupe, cache_size)
 
@@ -199,6 +207,8 @@ class JudgePool:
         """Stop taking requests, drop queued ones (their futures are cancelled), let running ones finish."""
         self._closed = True
         self._executor.shutdown(wait=wait, cancel_futures=True)
+        for w in self._warm:
+            w.close()
 
     def __enter__(self) -> JudgePool:
         return self

@@ -101,7 +101,7 @@ class RayJudgePool(JudgePool):
             nb = build_actors if build_actors is not None else max(1, int(ray.cluster_resources().get("CPU", 2)) // 8)
             self._builders = [builder.remote(arch, build_workers) for _ in range(nb)]
         self._next_builder = 0
-        self.judges, self.farm, self.workers, self._executor = [], None, n, None
+        self.judges, self.farm, self.workers, self._executor, self._warm = [], None, n, None, []
         self._init_client(n, max_pending, dedupe, 100_000)
 
     def _dispatch(self, task: Task, source: str, backend: str) -> Future:

@@ -254,6 +254,10 @@ JOBS = {"reference": _job_reference, "candidate": _job_candidate, "build": _job_
 
 def main(argv: list[str]) -> int:
     chan_fd = int(argv[1])
+    try:  # issue 5: before the job arrives, so a pre-spawned (warm) worker has this done when it does
+        import torch  # noqa: F401
+    except Exception:
+        pass  # reported below, on the channel, once the job (and its key) is here
     job = json.loads(sys.stdin.readline())
     chan = Channel(chan_fd, bytes.fromhex(job.pop("key")))
     try:
