@@ -11,12 +11,15 @@ from kernelzero.judge.ray_backend import RayJudgePool  # noqa: E402
 from kernelzero.tasks import Task  # noqa: E402
 
 FIX = Path(__file__).parents[1] / "fixtures" / "judge"
+SRC = Path(__file__).parents[2] / "src"
 TASK = Task.from_file(FIX / "relu_task.py")
 
 
 @pytest.fixture(scope="module")
 def pool():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # Actors import kernelzero from this checkout (a cluster would ship it: RayJudgePool's own ray.init does).
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(SRC)}})
     p = RayJudgePool(JudgeOptions(device="cpu", run_timeout_s=30), judge_actors=2)
     yield p
     p.close()

@@ -106,3 +106,16 @@ def test_state_dict_round_trip(task):
     with make_pool(stub) as pool:
         pool.load_state_dict(state)
         assert pool.judge(task, "s", "triton").status == "ok" and stub.calls == []
+
+
+def test_shared_exclusive_lock_keeps_trials_out_of_timing():
+    from kernelzero.judge.gpulock import SharedExclusiveLock
+
+    lock, events = SharedExclusiveLock(), []
+    with lock.shared(), lock.shared():  # trials share
+        t = threading.Thread(target=lambda: (lock.__enter__(), events.append("timed"), lock.__exit__()))
+        t.start()
+        t.join(0.2)
+        assert events == []  # timing waits for running trials
+    t.join(5)
+    assert events == ["timed"]

@@ -14,6 +14,7 @@ set and kept in this process. A failure of the reference is the task's fault, ne
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import os
 import random
@@ -130,6 +131,10 @@ class Judge:
                 self._refs[key] = self._run_reference(task)
             return self._refs[key]
 
+    def _trials_guard(self):
+        shared = getattr(self.timing_lock, "shared", None)  # a SharedExclusiveLock when a pool set one
+        return shared() if shared is not None else contextlib.nullcontext()
+
     # ------------------------------------------------------------------ stages
     def _static(self, source: str, backend: str) -> tuple[str, str, str] | None:
         try:
@@ -245,8 +250,9 @@ class Judge:
             sb.start()
             expect("started", o.build_timeout_s, "start")
             expect("built", o.build_timeout_s, "build")
-            sb.send({"cmd": "run", "seeds": ref.seeds})
-            msg = expect("outputs", o.run_timeout_s, "run")
+            with self._trials_guard():  # issue 5: no trial runs while another module is timed on this GPU
+                sb.send({"cmd": "run", "seeds": ref.seeds})
+                msg = expect("outputs", o.run_timeout_s, "run")
             if msg["checksums"] != ref.checksums:
                 raise fail("rejected", "the candidate's inputs differ from the reference's (torch patched?)", "inputs")
             try:

@@ -1,11 +1,11 @@
 """Judging many candidates at once: GPU judges fed by a CPU build farm, dedupe, back-pressure, and an async client.
 
 Scheduling (GPU): one `Judge` per visible GPU, each bound to its device by CUDA_VISIBLE_DEVICES and holding at
-most `slots_per_gpu` live candidate workers (timing is exclusive per GPU under the judge's timing lock; a second
-slot lets the next worker start up and load while one is timed). CUDA builds run first on the shared `BuildFarm`
-(`build_workers` sandboxed CPU builds), so builds overlap GPU work. Requests are dispatched to the least-busy GPU.
-Back-pressure: `submit` blocks once `max_pending` distinct requests are queued or running. Workers are spawned
-ahead of need (`WarmSandboxes`), so process start and `import torch` overlap other candidates' work.
+most `slots_per_gpu` live candidate workers. Timing is exclusive per GPU and correctness trials never overlap it
+(`SharedExclusiveLock`); the other slots load modules and compile Triton kernels meanwhile. CUDA builds run first
+on the shared `BuildFarm` (`build_workers` sandboxed CPU builds), so builds overlap GPU work. Requests go to the
+least-busy GPU. Back-pressure: `submit` blocks once `max_pending` distinct requests are queued or running. Workers
+are spawned ahead of need (`WarmSandboxes`), so process start and `import torch` overlap other candidates' work.
 
 Dedupe: identical requests (same task source, candidate source and backend; common within a GRPO group) are judged
 once. Concurrent duplicates share one future; later ones get the cached verdict. Every caller gets its own copy.
@@ -25,6 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from kernelzero.judge.build import BuildFarm
 from kernelzero.judge.core import Judge, source_hash
+from kernelzero.judge.gpulock import SharedExclusiveLock
 from kernelzero.judge.options import JudgeOptions
 from kernelzero.judge.sandbox import WarmSandboxes
 from kernelzero.judge.verdict import Verdict
@@ -68,7 +69,7 @@ class JudgePool:
     """
 
     def __init__(self, options: JudgeOptions | None = None, workers: int | None = None, *, gpus: int | None = None,
-                 slots_per_gpu: int = 2, build_workers: int = 0, cache_dir: str | None = None, max_pending: int = 1024,
+                 slots_per_gpu: int = 4, build_workers: int = 0, cache_dir: str | None = None, max_pending: int = 1024,
                  dedupe: bool = True, cache_size: int = 100_000, warm: bool = True):  # fmt: skip
         self.judge_ = Judge(options)
         self.judges = [self.judge_]
@@ -82,6 +83,7 @@ class JudgePool:
             for judge, dev in zip(self.judges, visible):
                 judge.sandbox_env = {"CUDA_VISIBLE_DEVICES": dev}
                 judge.gpu_slots = threading.BoundedSemaphore(slots_per_gpu)
+                judge.timing_lock = SharedExclusiveLock()  # timing alone on its GPU; trials share it
                 judge.farm = self.farm
             default = self.farm.workers + len(self.judges) * slots_per_gpu
         else:

@@ -17,9 +17,11 @@ import tarfile
 import tempfile
 import threading
 from concurrent.futures import Future
+from pathlib import Path
 
 from kernelzero.judge.build import BuildFarm, BuildResult
 from kernelzero.judge.core import Judge
+from kernelzero.judge.gpulock import SharedExclusiveLock
 from kernelzero.judge.options import JudgeOptions
 from kernelzero.judge.pool import JudgePool
 from kernelzero.tasks import Task
@@ -59,6 +61,7 @@ class JudgeActor:
             cache = os.path.join(tempfile.gettempdir(), "kernelzero-ray-cache")
             self.judge.farm = BuildFarm(cache, arch=self.arch(), workers=1, pch=False)  # fallback builds only
             self.judge.gpu_slots = threading.BoundedSemaphore(slots)
+            self.judge.timing_lock = SharedExclusiveLock()
 
     def arch(self) -> str:
         return self.judge.env.get("capability") or "9.0"
@@ -82,12 +85,12 @@ class RayJudgePool(JudgePool):
     """`JudgePool` over Ray actors. `judge_actors` defaults to the cluster's GPUs (CPUs on a CPU-only cluster)."""
 
     def __init__(self, options: JudgeOptions | None = None, *, judge_actors: int | None = None,
-                 build_actors: int | None = None, build_workers: int = 0, slots_per_gpu: int = 2,
+                 build_actors: int | None = None, build_workers: int = 0, slots_per_gpu: int = 4,
                  address: str | None = None, max_pending: int = 1024, dedupe: bool = True):  # fmt: skip
         if ray is None:
             raise ImportError("the Ray backend needs Ray: pip install 'kernelzero[ray]'")
-        if not ray.is_initialized():
-            ray.init(address=address)
+        if not ray.is_initialized():  # ship this package to the cluster's workers
+            ray.init(address=address, runtime_env={"py_modules": [str(Path(__file__).resolve().parents[1])]})
         options = options or JudgeOptions()
         gpus = int(ray.cluster_resources().get("GPU", 0))
         cuda = options.device == "cuda" or (options.device == "auto" and gpus > 0)
