@@ -20,7 +20,7 @@ FIX = Path(__file__).parents[1] / "fixtures" / "judge"
 TASK = Task.from_file(FIX / "relu_task.py")
 
 # pybind11 only (no torch headers), so the build takes seconds on a 2-core CPU.
-CANDIDATE = '''
+CANDIDATE = """
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
@@ -32,7 +32,7 @@ ext = load_inline(name="kz_scale", cpp_sources="#include <pybind11/pybind11.h>\\
 class ModelNew(nn.Module):
     def forward(self, x):
         return torch.relu(x) * ext.one()
-'''
+"""
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,9 @@ TASK = Task.from_file(FIX / "relu_task.py")
 @pytest.fixture(scope="module")
 def pool():
     # Actors import kernelzero from this checkout (a cluster would ship it: RayJudgePool's own ray.init does).
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(SRC)}})
+    ray.init(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": str(SRC)}}
+    )
     p = RayJudgePool(JudgeOptions(device="cpu", run_timeout_s=30), judge_actors=2)
     yield p
     p.close()

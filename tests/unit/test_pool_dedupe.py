@@ -90,8 +90,9 @@ def test_ajudge_timeout_is_infra_error_and_the_work_carries_on(task):
     with make_pool(stub) as pool:
 
         async def go():
-            return await asyncio.gather(pool.ajudge(task, "s", "triton", timeout_s=0.05),
-                                        pool.ajudge(task, "s", "triton", timeout_s=5))
+            return await asyncio.gather(
+                pool.ajudge(task, "s", "triton", timeout_s=0.05), pool.ajudge(task, "s", "triton", timeout_s=5)
+            )
 
         short, long = asyncio.run(go())
         assert short.status == "infra_error" and short.guard == "request_timeout" and not short.scored
