@@ -1,0 +1,185 @@
+"""Solving one task: sample Coder solutions, judge them, refine over turns with the judge's feedback, keep the best.
+
+`solve` is the loop behind `kernelzero solve`; the judge comes in as `judge_fn(task, code, backend) -> Verdict`, so
+the loop can be driven by the real judge, a remote judge service, or a test stub. A completion that holds no usable
+code gets a `format_error` verdict from the parser and never reaches the judge. At turn t > 1 every sample's chat
+carries its own earlier answers and the judge's feedback on them (`coder.Attempt`); samples never see each other.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kernelzero.coder import Attempt, coder_messages, feedback_from_verdict, parse_coder_completion
+from kernelzero.generation.base import Completion, Policy, SamplingConfig
+from kernelzero.judge.verdict import Verdict
+from kernelzero.parsing import ParsedCode
+from kernelzero.tasks import Task
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+JudgeFn = Callable[[Task, str, str], Verdict]  # (task, candidate source, backend) -> verdict
+
+# How close a failure came to a solution; ranks the best rollout when none is correct. `rejected` (a cheat) is last.
+_STATUS_RANK = {
+    "ok": 8,
+    "incorrect": 7,
+    "runtime_error": 6,
+    "timeout": 5,
+    "crashed": 4,
+    "compile_error": 3,
+    "format_error": 2,
+    "infra_error": 1,
+    "rejected": 0,
+}
+
+
+@dataclass
+class Rollout:
+    """One judged completion: sample `sample` (0-based) at turn `turn` (1-based)."""
+
+    sample: int
+    turn: int
+    completion: Completion
+    code: str | None  # None when the completion held no usable code (then verdict.status == "format_error")
+    verdict: Verdict
+
+    @property
+    def key(self) -> tuple[int, float]:
+        """Larger is better: correct before incorrect, then speedup over eager (untimed counts as 0)."""
+        return _STATUS_RANK[self.verdict.status], self.verdict.speedup_eager or 0.0
+
+
+@dataclass
+class SolveResult:
+    """Every rollout of a `solve` run, in (turn, sample) order, and the best one."""
+
+    task: str
+    backend: str
+    model: str
+    rollouts: list[Rollout]
+
+    @property
+    def best(self) -> Rollout | None:
+        """The highest-ranked rollout; ties go to the earliest (fewest turns, then lowest sample)."""
+        return max(self.rollouts, key=lambda r: r.key, default=None)  # max keeps the first of equals
+
+    @property
+    def solved(self) -> bool:
+        return any(r.verdict.correct for r in self.rollouts)
+
+
+def solve(
+    task: Task,
+    policy: Policy,
+    *,
+    backend: str,
+    judge_fn: JudgeFn,
+    samples: int = 4,
+    turns: int = 1,
+    sampling: SamplingConfig | None = None,
+    principles: Sequence[str] | None = None,
+    on_rollout: Callable[[Rollout], None] | None = None,
+) -> SolveResult:
+    """Run `turns` rounds of `samples` parallel refinement chains on `task` and judge every answer."""
+    if samples < 1 or turns < 1:
+        raise ValueError(f"samples and turns must be >= 1, got samples={samples}, turns={turns}")
+    sampling = sampling or SamplingConfig()
+    history: list[list[Attempt]] = [[] for _ in range(samples)]
+    rollouts: list[Rollout] = []
+    for turn in range(1, turns + 1):
+        if turn == 1:  # one chat, n samples: backends batch or share the prompt's prefix
+            chat = coder_messages(task.source, backend, principles=principles)
+            completions = policy.generate([chat], samples, sampling)[0]
+        else:
+            chats = [coder_messages(task.source, backend, previous=h, principles=principles) for h in history]
+            completions = [c[0] for c in policy.generate(chats, 1, sampling)]
+        for sample, completion in enumerate(completions):
+            parsed = parse_coder_completion(completion.text)
+            if isinstance(parsed, ParsedCode):
+                code: str | None = parsed.code
+                verdict = judge_fn(task, parsed.code, backend)
+            else:
+                code = None
+                verdict = Verdict.fail("format_error", parsed.reason, guard="parse", backend=backend, task=task.name)
+            history[sample].append(Attempt.of(completion.text, parsed, feedback_from_verdict(verdict)))
+            rollout = Rollout(sample=sample, turn=turn, completion=completion, code=code, verdict=verdict)
+            rollouts.append(rollout)
+            if on_rollout is not None:
+                on_rollout(rollout)
+    return SolveResult(task=task.name, backend=backend, model=getattr(policy, "name", "?"), rollouts=rollouts)
+
+
+def write_solve_outputs(result: SolveResult, out_dir: str | Path) -> Path:
+    """Write `solutions/`, `completions/`, `verdicts.jsonl`, `best.py` (when any code parsed) and `summary.json`."""
+    out = Path(out_dir)
+    (out / "solutions").mkdir(parents=True, exist_ok=True)
+    (out / "completions").mkdir(exist_ok=True)
+    with open(out / "verdicts.jsonl", "w", encoding="utf-8") as f:
+        for r in result.rollouts:
+            stem = f"s{r.sample:02d}_t{r.turn}"
+            (out / "completions" / f"{stem}.txt").write_text(r.completion.text, encoding="utf-8")
+            if r.code is not None:
+                (out / "solutions" / f"{stem}.py").write_text(r.code, encoding="utf-8")
+            row = {"sample": r.sample, "turn": r.turn, "finish_reason": r.completion.finish_reason}
+            f.write(json.dumps({**row, "verdict": r.verdict.to_dict()}, sort_keys=True) + "\n")
+    best = result.best
+    if best is not None and best.code is not None:
+        (out / "best.py").write_text(best.code, encoding="utf-8")
+    statuses: dict[str, int] = {}
+    for r in result.rollouts:
+        statuses[r.verdict.status] = statuses.get(r.verdict.status, 0) + 1
+    summary = {
+        "task": result.task,
+        "backend": result.backend,
+        "model": result.model,
+        "solved": result.solved,
+        "rollouts": len(result.rollouts),
+        "statuses": statuses,
+        "best": None
+        if best is None
+        else {
+            "sample": best.sample,
+            "turn": best.turn,
+            "status": best.verdict.status,
+            "speedup_eager": best.verdict.speedup_eager,
+            "speedup_compile": best.verdict.speedup_compile,
+        },
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return out
+
+
+def solve_table(result: SolveResult) -> Table:
+    """A rich table of every rollout; the best one is starred."""
+    from rich.table import Table
+
+    best = result.best
+    table = Table(title=f"{result.task} ({result.backend}, {result.model})")
+    for col in ("", "sample", "turn", "status", "speedup", "vs compile", "finish", "feedback"):
+        table.add_column(col, overflow="fold" if col == "feedback" else "ellipsis")
+    for r in result.rollouts:
+        v = r.verdict
+        first_line = (v.feedback.strip().splitlines() or [""])[0]
+        table.add_row(
+            "*" if r is best else "",
+            str(r.sample),
+            str(r.turn),
+            v.status,
+            _speed(v, v.speedup_eager),
+            _speed(v, v.speedup_compile),
+            r.completion.finish_reason,
+            first_line[:100],
+        )
+    return table
+
+
+def _speed(verdict: Verdict, x: float | None) -> str:
+    if not verdict.correct:
+        return "-"
+    return "untimed" if x is None else f"{x:.2f}x"

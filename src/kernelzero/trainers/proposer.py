@@ -1,0 +1,262 @@
+"""The Proposer's GRPO phase: `ProposerGRPOTrainer` and `run_proposer_phase`.
+
+One reward column, `frontier`. Its async reward function parses each proposed task, validates it
+(`validate_fn(task_source, api_set) -> (valid, reasons)`), and for a valid task awaits
+`coder_success_fn(task) -> l(m)`, the mean correctness of k samples of the current, frozen Coder (both injected:
+validation and Coder sampling belong to other modules). The column is r_P(m) = 1 - 2|l(m) - 0.5|, or rho for an
+invalid or unparseable task, or None when l(m) could not be measured (TRL leaves that rollout out).
+
+The repetition penalty is a property of the whole batch, which can be split across processes, so it is applied like
+CA-GRPO's gate: in the `_calculate_rewards` override, on the gathered column, with the gathered task sources.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from trl import GRPOTrainer
+
+from kernelzero.parsing import ParsedCode
+from kernelzero.proposer import parse_proposer_completion, proposer_messages
+from kernelzero.rewards.proposer import ProposerRewardConfig, penalised_rewards, proposer_reward
+from kernelzero.tasks import Task
+from kernelzero.trainers.coder_rewards import CodeParser
+from kernelzero.trainers.common import (
+    GRPOPhaseConfig,
+    MetricsJsonlCallback,
+    PhaseResult,
+    completion_text,
+    finish_phase,
+    load_policy,
+    logger,
+    resolve_resume,
+    write_resolved_config,
+)
+
+Validation = tuple[bool, list[str]]
+ValidateFn = Callable[[str, Sequence[str]], Validation | Awaitable[Validation]]
+"""`validate_fn(task_source, api_set) -> (valid, reasons)`, sync or async (an async one runs concurrently)."""
+CoderSuccessFn = Callable[[Task], Awaitable[float | None]]
+"""`await coder_success_fn(task) -> l(m)` in [0, 1], or None when no sample could be scored (infra failures)."""
+
+
+@dataclass
+class ProposerPhaseConfig(GRPOPhaseConfig):
+    """The Proposer phase: GRPO fields plus the Proposer reward's hyper-parameters."""
+
+    output_dir: str = "runs/proposer"
+    reward: ProposerRewardConfig = field(default_factory=ProposerRewardConfig)
+    """rho and the near-duplicate penalty."""
+
+
+@dataclass
+class ProposalOutcome:
+    """What became of one proposed task (the loop writes these to tasks.jsonl and feeds the task pool)."""
+
+    api_set: tuple[str, ...]
+    source: str | None  # None when the completion held no parseable task
+    valid: bool
+    reasons: list[str]
+    success_rate: float | None  # l(m); None for invalid or unmeasurable tasks
+    task_name: str | None = None
+
+
+@dataclass
+class ProposerRewardRecord:
+    """One generation batch, gathered over every process (rows in TRL's order)."""
+
+    step: int
+    group_size: int
+    raw: torch.Tensor  # (N, 1) r_P / rho / NaN from the reward function
+    final: torch.Tensor  # (N, 1) after the repetition penalty: what TRL turned into advantages
+    outcomes: list[ProposalOutcome]  # (N,)
+
+
+def proposed_task(source: str, api_set: Sequence[str]) -> Task:
+    """A Task for a proposed source, named by content so that identical proposals share a name."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    return Task(name=f"proposed-{digest}", source=source, origin="proposed", apis=tuple(api_set))
+
+
+class ProposalLedger:
+    """Evaluates one batch of proposals (parse, validate, Coder success rate) and keeps the outcomes for the trainer."""
+
+    def __init__(self, validate_fn: ValidateFn, coder_success_fn: CoderSuccessFn, parse_fn: CodeParser):
+        self.validate_fn = validate_fn
+        self.coder_success_fn = coder_success_fn
+        self.parse_fn = parse_fn
+        self.outcomes: list[ProposalOutcome] | None = None
+
+    def reset(self) -> None:
+        self.outcomes = None
+
+    async def evaluate_batch(self, completions: Sequence[Any], api_sets: Sequence[Sequence[str]]):
+        jobs = [self._evaluate_one(completion_text(c), tuple(a)) for c, a in zip(completions, api_sets, strict=True)]
+        self.outcomes = list(await asyncio.gather(*jobs))
+        return self.outcomes
+
+    async def _evaluate_one(self, text: str, api_set: tuple[str, ...]) -> ProposalOutcome:
+        parsed = self.parse_fn(text)
+        if not isinstance(parsed, ParsedCode):
+            return ProposalOutcome(api_set, None, False, [f"format: {parsed.reason}"], None)
+        source = parsed.code
+        verdict = self.validate_fn(source, api_set)
+        valid, reasons = (await verdict) if inspect.isawaitable(verdict) else verdict
+        if not valid:
+            return ProposalOutcome(api_set, source, False, list(reasons), None)
+        task = proposed_task(source, api_set)
+        rate = await self.coder_success_fn(task)
+        return ProposalOutcome(api_set, source, True, list(reasons), rate, task.name)
+
+
+def make_proposer_reward_func(ledger: ProposalLedger, rho: float) -> Callable[..., Awaitable[list[float | None]]]:
+    """The TRL reward function `frontier`; reads the dataset's `apis` column."""
+
+    async def frontier(prompts, completions, apis, log_extra=None, **_: Any):
+        outcomes = await ledger.evaluate_batch(completions, apis)
+        if log_extra is not None:
+            log_extra("valid", [o.valid for o in outcomes])
+            log_extra("success_rate", [o.success_rate for o in outcomes])
+            log_extra("reasons", ["; ".join(o.reasons)[:200] for o in outcomes])
+        return [proposer_reward(o.valid, o.success_rate, rho) for o in outcomes]
+
+    return frontier
+
+
+def proposer_step_metrics(outcomes: Sequence[ProposalOutcome], raw: torch.Tensor, final: torch.Tensor) -> dict:
+    """Per-step Proposer metrics. raw, final: (N, 1). NaN where undefined. duplicate_share: share of valid tasks
+    whose reward the repetition penalty lowered; frontier_share: share of measured tasks with 0 < l(m) < 1."""
+    n = len(outcomes)
+    valid = [o for o in outcomes if o.valid]
+    rates = [o.success_rate for o in valid if o.success_rate is not None]
+    penalised = (raw[:, 0] - final[:, 0]) > 0  # (N,) NaN compares False
+    return {
+        "proposer/valid_share": len(valid) / n if n else math.nan,
+        "proposer/parse_failure_share": sum(o.source is None for o in outcomes) / n if n else math.nan,
+        "proposer/coder_success_mean": sum(rates) / len(rates) if rates else math.nan,
+        "proposer/frontier_share": sum(0.0 < r < 1.0 for r in rates) / len(rates) if rates else math.nan,
+        "proposer/duplicate_share": float(penalised.sum()) / len(valid) if valid else math.nan,
+    }
+
+
+class ProposerGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer rewarding tasks on the Coder's frontier, with the batch-wide repetition penalty."""
+
+    def __init__(
+        self,
+        *,
+        validate_fn: ValidateFn,
+        coder_success_fn: CoderSuccessFn,
+        reward: ProposerRewardConfig,
+        parse_fn: CodeParser = parse_proposer_completion,
+        on_rewards: Callable[[ProposerRewardRecord], None] | None = None,
+        **grpo_kwargs: Any,
+    ):
+        self.ledger = ProposalLedger(validate_fn, coder_success_fn, parse_fn)
+        self.reward_config = reward
+        self.on_rewards = on_rewards
+        self.last_record: ProposerRewardRecord | None = None
+        super().__init__(reward_funcs=[make_proposer_reward_func(self.ledger, reward.rho)], **grpo_kwargs)
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        from accelerate.utils import gather_object
+
+        self.ledger.reset()
+        raw = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)  # (N, 1), gathered
+        outcomes = gather_object(self.ledger.outcomes)
+        rewards = [None if math.isnan(r) else r for r in raw[:, 0].tolist()]
+        sources = [o.source if o.valid else None for o in outcomes]
+        final = penalised_rewards(rewards, sources, self.reward_config)
+        final_t = torch.tensor([math.nan if r is None else r for r in final], dtype=raw.dtype, device=raw.device)
+        final_t = final_t.unsqueeze(1)  # (N, 1)
+        metrics = proposer_step_metrics(outcomes, raw.cpu(), final_t.cpu())
+        mode = "train" if self.model.training else "eval"
+        for key, value in metrics.items():
+            self._metrics[mode][key].append(value)
+        group_size = self.num_generations if self.model.training else self.num_generations_eval
+        self.last_record = ProposerRewardRecord(self.state.global_step, group_size, raw, final_t, outcomes)
+        if self.accelerator.is_main_process:
+            logger.info(
+                "proposer step %d | valid %.3f | coder success %.3f | duplicates %.3f",
+                self.state.global_step,
+                metrics["proposer/valid_share"],
+                metrics["proposer/coder_success_mean"],
+                metrics["proposer/duplicate_share"],
+            )
+            if self.on_rewards is not None:
+                self.on_rewards(self.last_record)
+        return final_t
+
+
+def proposer_dataset(api_sets: Sequence[Sequence[str]], prompt_fn: Callable[[Sequence[str]], list[dict]]):
+    """One row per API set: `prompt` (chat messages) and `apis` (passed through to the reward function)."""
+    from datasets import Dataset
+
+    return Dataset.from_list([{"prompt": prompt_fn(a), "apis": list(a)} for a in api_sets])
+
+
+def build_proposer_trainer(
+    config: ProposerPhaseConfig,
+    api_sets: Sequence[Sequence[str]],
+    validate_fn: ValidateFn,
+    coder_success_fn: CoderSuccessFn,
+    *,
+    parse_fn: CodeParser = parse_proposer_completion,
+    prompt_fn: Callable[[Sequence[str]], list[dict]] = proposer_messages,
+    model: Any = None,
+    tokenizer: Any = None,
+    on_rewards: Callable[[ProposerRewardRecord], None] | None = None,
+) -> ProposerGRPOTrainer:
+    """The configured trainer, not yet trained (`run_proposer_phase` trains it; tests inspect it)."""
+    if model is None:
+        model, tokenizer = load_policy(config.model, tokenizer)
+    write_resolved_config(config, config.output_dir)
+    return ProposerGRPOTrainer(
+        validate_fn=validate_fn,
+        coder_success_fn=coder_success_fn,
+        reward=config.reward,
+        parse_fn=parse_fn,
+        on_rewards=on_rewards,
+        model=model,
+        args=config.to_grpo_config([1.0]),
+        train_dataset=proposer_dataset(api_sets, prompt_fn),
+        processing_class=tokenizer,
+        callbacks=[MetricsJsonlCallback(f"{config.output_dir}/metrics.jsonl")],
+    )
+
+
+def run_proposer_phase(
+    config: ProposerPhaseConfig,
+    api_sets: Sequence[Sequence[str]],
+    validate_fn: ValidateFn,
+    coder_success_fn: CoderSuccessFn,
+    *,
+    parse_fn: CodeParser = parse_proposer_completion,
+    prompt_fn: Callable[[Sequence[str]], list[dict]] = proposer_messages,
+    model: Any = None,
+    tokenizer: Any = None,
+    on_rewards: Callable[[ProposerRewardRecord], None] | None = None,
+    resume: bool | str = "auto",
+) -> PhaseResult:
+    """Train the Proposer on prompts built from `api_sets`; resumes from output_dir's last checkpoint by default."""
+    trainer = build_proposer_trainer(
+        config,
+        api_sets,
+        validate_fn,
+        coder_success_fn,
+        parse_fn=parse_fn,
+        prompt_fn=prompt_fn,
+        model=model,
+        tokenizer=tokenizer,
+        on_rewards=on_rewards,
+    )
+    checkpoint = resolve_resume(config.output_dir, resume)
+    trainer.train(resume_from_checkpoint=checkpoint)
+    return finish_phase(trainer, config.output_dir, checkpoint)

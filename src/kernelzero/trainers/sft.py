@@ -1,0 +1,162 @@
+"""The Coder's supervised cold start (DESIGN.md section 3): TRL's SFTTrainer on (task, solution) pairs.
+
+Each pair becomes a conversational prompt-completion row: the prompt is the same Coder prompt the GRPO phase uses,
+the completion is the solution formatted the way the Coder parser reads answers back, so SFT teaches exactly the
+format RL then rewards. The loss covers the completion only (TRL's default for prompt-completion data).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelzero.coder import BACKENDS
+from kernelzero.tasks import Task
+from kernelzero.trainers.coder import PromptFn, coder_answer, coder_prompt
+from kernelzero.trainers.common import (
+    MetricsJsonlCallback,
+    PhaseResult,
+    finish_phase,
+    load_policy,
+    logger,
+    resolve_resume,
+    write_resolved_config,
+)
+
+
+@dataclass(frozen=True)
+class SolutionPair:
+    """A task with a reference solution (a full source defining ModelNew) for one backend."""
+
+    task: Task
+    solution: str
+    backend: str = "triton"
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"SolutionPair.backend must be one of {BACKENDS}, got {self.backend!r}")
+
+
+@dataclass
+class SFTPhaseConfig:
+    """The SFT cold start. Defaults run one step of the tiny model on CPU."""
+
+    output_dir: str = "runs/sft"
+    model: str | None = None
+    """Local path or hub id. None: the tiny CPU model (`kernelzero.tiny.tiny_model_path()`)."""
+    learning_rate: float = 2e-5
+    num_train_epochs: float = 1.0
+    max_steps: int = 1
+    """-1: train for num_train_epochs."""
+    per_device_train_batch_size: int = 2
+    gradient_accumulation_steps: int = 1
+    max_length: int = 4096
+    """Prompt + solution tokens; longer rows are truncated (keep it above your longest solution)."""
+    save_steps: int = 1
+    save_total_limit: int | None = 2
+    logging_steps: int = 1
+    seed: int = 0
+    use_cpu: bool = True
+    bf16: bool = False
+    activation_checkpointing: bool = False
+    report_to: list[str] = field(default_factory=list)
+    sft_overrides: dict[str, Any] = field(default_factory=dict)
+    """Any other SFTConfig field, passed through unchanged (SFTConfig validates it)."""
+
+    def __post_init__(self) -> None:
+        if self.max_steps == 0 or self.max_steps < -1:
+            raise ValueError(f"max_steps must be >= 1 or -1, got {self.max_steps}")
+
+    def to_sft_config(self):
+        from trl import SFTConfig
+
+        kw: dict[str, Any] = {
+            "output_dir": self.output_dir,
+            "learning_rate": self.learning_rate,
+            "num_train_epochs": self.num_train_epochs,
+            "max_steps": self.max_steps,
+            "per_device_train_batch_size": self.per_device_train_batch_size,
+            "gradient_accumulation_steps": self.gradient_accumulation_steps,
+            "max_length": self.max_length,
+            "save_strategy": "steps",
+            "save_steps": self.save_steps,
+            "save_total_limit": self.save_total_limit,
+            "logging_steps": self.logging_steps,
+            "seed": self.seed,
+            "use_cpu": self.use_cpu,
+            "bf16": self.bf16,
+            "activation_checkpointing": self.activation_checkpointing,
+            "report_to": list(self.report_to) or "none",
+        }
+        kw.update(self.sft_overrides)
+        return SFTConfig(**kw)
+
+
+def sft_dataset(
+    pairs: Iterable[SolutionPair | tuple[Task, str]],
+    prompt_fn: PromptFn = coder_prompt,
+    answer_fn: Callable[[str], str] = coder_answer,
+):
+    """Conversational prompt-completion rows: prompt = the Coder prompt, completion = the formatted solution."""
+    from datasets import Dataset
+
+    rows = []
+    for p in pairs:
+        pair = p if isinstance(p, SolutionPair) else SolutionPair(*p)
+        rows.append(
+            {
+                "prompt": prompt_fn(pair.task, pair.backend),
+                "completion": [{"role": "assistant", "content": answer_fn(pair.solution)}],
+            }
+        )
+    if not rows:
+        raise ValueError("the SFT dataset is empty")
+    return Dataset.from_list(rows)
+
+
+def build_sft_trainer(
+    config: SFTPhaseConfig,
+    pairs: Iterable[SolutionPair | tuple[Task, str]],
+    *,
+    prompt_fn: PromptFn = coder_prompt,
+    model: Any = None,
+    tokenizer: Any = None,
+):
+    """The configured SFTTrainer, not yet trained."""
+    from trl import SFTTrainer
+
+    if model is None:
+        model, tokenizer = load_policy(config.model, tokenizer)
+    write_resolved_config(config, config.output_dir)
+    dataset = sft_dataset(pairs, prompt_fn)
+    trainer = SFTTrainer(
+        model=model,
+        args=config.to_sft_config(),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        callbacks=[MetricsJsonlCallback(f"{config.output_dir}/metrics.jsonl")],
+    )
+    # TRL silently drops rows whose completion was truncated away entirely (prompt longer than max_length)
+    kept = len(trainer.train_dataset)
+    if kept == 0:
+        raise ValueError(f"every SFT row's prompt exceeds max_length={config.max_length} tokens: raise max_length")
+    if kept < len(dataset):
+        logger.warning("SFT: %d of %d rows dropped (prompt longer than max_length)", len(dataset) - kept, len(dataset))
+    return trainer
+
+
+def run_sft(
+    config: SFTPhaseConfig,
+    pairs: Iterable[SolutionPair | tuple[Task, str]],
+    *,
+    prompt_fn: PromptFn = coder_prompt,
+    model: Any = None,
+    tokenizer: Any = None,
+    resume: bool | str = "auto",
+) -> PhaseResult:
+    """Fine-tune the Coder on (task, solution) pairs; resumes from output_dir's last checkpoint by default."""
+    trainer = build_sft_trainer(config, pairs, prompt_fn=prompt_fn, model=model, tokenizer=tokenizer)
+    checkpoint = resolve_resume(config.output_dir, resume)
+    trainer.train(resume_from_checkpoint=checkpoint)
+    return finish_phase(trainer, config.output_dir, checkpoint)

@@ -1,0 +1,46 @@
+"""Test-only helpers: scripted fakes of the judge and a parser that lets random tiny-model text through.
+
+TEST FIXTURES ONLY. `ScriptedJudge` returns verdicts chosen by the test, so the rewards TRL sees can be asserted
+exactly; the tiny model itself comes from `kernelzero.tiny` (the `tiny_model_dir` fixture in conftest.py).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from kernelzero.judge.verdict import Verdict
+from kernelzero.parsing import ParsedCode
+from kernelzero.tasks import Task
+
+
+def ok(speedup: float | None) -> Verdict:
+    return Verdict(status="ok", correct=True, timed=speedup is not None, speedup_eager=speedup)
+
+
+def fail(status: str) -> Verdict:
+    return Verdict.fail(status, f"scripted {status}")
+
+
+class ScriptedJudge:
+    """A fake judge_fn: the k-th call for task `name` returns `script[name][k]`; every call is recorded.
+
+    Within a batch the trainer starts one judge call per completion in row order, so the k-th call of a task is the
+    k-th row of its group; `calls` lets a test check that instead of assuming it.
+    """
+
+    def __init__(self, script: dict[str, Sequence[Verdict]]):
+        self.script = {k: list(v) for k, v in script.items()}
+        self.calls: list[tuple[str, str, str]] = []  # (task name, candidate source, backend)
+        self._next: dict[str, int] = defaultdict(int)
+
+    async def __call__(self, task: Task, source: str, backend: str) -> Verdict:
+        k = self._next[task.name]
+        self._next[task.name] += 1
+        self.calls.append((task.name, source, backend))
+        return self.script[task.name][k % len(self.script[task.name])]
+
+
+def accept_any_text(text: str):
+    """A parser that takes the whole (random) completion as code, so tiny-model rollouts reach the fake judge."""
+    return ParsedCode(text)

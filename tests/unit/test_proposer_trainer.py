@@ -1,0 +1,112 @@
+"""One Proposer GRPO step on the tiny model: validity, Coder success and the batch-wide repetition penalty."""
+
+import pytest
+import torch
+
+from kernelzero.parsing import ParsedCode, ParseFailure
+from kernelzero.rewards import ProposerRewardConfig
+from kernelzero.trainers.proposer import ProposerPhaseConfig, build_proposer_trainer, proposed_task
+
+
+def task(op: str, shape: str) -> str:
+    return (
+        "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        f"        return {op}\n\ndef get_inputs():\n    return [torch.randn({shape})]\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+
+
+A = task("torch.relu(x) * 2.0 + torch.sigmoid(x)", "8, 16")
+A_RENAMED = A.replace("(self, x)", "(self, inp)").replace("(x)", "(inp)")
+B = task("torch.logsumexp(torch.matmul(x, x.T), dim=-1)", "64, 64")
+C = task("torch.nn.functional.gelu(x).mean(dim=0)", "32, 128")
+D = task("torch.softmax(x, dim=1).max(dim=1).values", "4, 1000")
+E = task("torch.cumsum(torch.tanh(x), dim=0)", "512")
+F = task("torch.nn.functional.layer_norm(x, x.shape[-1:])", "16, 256")
+
+# Row k of the batch (parse is called in row order): (parsed source or None, valid, l(m))
+SCRIPT = [
+    (A, True, 0.5),  # r_P 1, duplicate of the next row: cluster of 2 in a batch of 8 -> penalty 1/8
+    (A_RENAMED, True, 0.25),  # r_P 0.5 - 1/8
+    (B, True, 1.0),  # r_P 0: the Coder always succeeds
+    (None, False, None),  # unparseable: rho
+    (C, False, None),  # invalid: rho, the Coder is never asked
+    (D, True, 0.75),  # r_P 0.5
+    (E, True, None),  # valid but unmeasurable (all Coder samples hit infra failures): None -> NaN
+    (F, True, 0.0),  # r_P 0
+]
+EXPECTED = [0.875, 0.375, 0.0, -0.5, -0.5, 0.5, float("nan"), 0.0]
+
+
+class ScriptedProposerWorld:
+    """Fake parser, validator and Coder success rate driven by SCRIPT (test-only)."""
+
+    def __init__(self):
+        self.calls = 0
+        self.plan = {}
+        self.validated = []
+        self.coder_asked = []
+
+    def parse(self, text):
+        source, valid, rate = SCRIPT[self.calls % len(SCRIPT)]
+        self.calls += 1
+        if source is None:
+            return ParseFailure("scripted: no code block")
+        self.plan[source] = (valid, rate)
+        return ParsedCode(source)
+
+    def validate(self, source, api_set):
+        self.validated.append((source, tuple(api_set)))
+        valid, _ = self.plan[source]
+        return valid, ([] if valid else ["scripted: does not call every API"])
+
+    async def coder_success(self, task):
+        self.coder_asked.append(task)
+        return self.plan[task.source][1]
+
+
+def test_one_proposer_step_rewards_frontier_tasks_and_penalises_duplicates(tiny_model_dir, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    world = ScriptedProposerWorld()
+    cfg = ProposerPhaseConfig(
+        output_dir=str(tmp_path / "proposer"),
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=16,
+        learning_rate=1e-3,
+        reward=ProposerRewardConfig(rho=-0.5, duplicate_threshold=0.8, duplicate_weight=1.0),
+    )
+    api_sets = [["torch.relu", "torch.sigmoid"], ["torch.matmul", "torch.logsumexp", "F.gelu"]]
+    trainer = build_proposer_trainer(
+        cfg,
+        api_sets,
+        world.validate,
+        world.coder_success,
+        parse_fn=world.parse,
+        prompt_fn=lambda apis: [{"role": "user", "content": "task using " + ", ".join(apis)}],  # short: CPU time
+        model=model,
+        tokenizer=tok,
+    )
+    trainer.train()
+
+    rec = trainer.last_record
+    assert world.calls == 8 and len(world.validated) == 7  # the unparseable row is never validated
+    assert len(world.coder_asked) == 6 and C not in [t.source for t in world.coder_asked]
+    assert all(t.origin == "proposed" and t.apis in {tuple(a) for a in api_sets} for t in world.coder_asked)
+    assert world.coder_asked[0] == proposed_task(A, world.coder_asked[0].apis)
+    torch.testing.assert_close(rec.final[:, 0], torch.tensor(EXPECTED), equal_nan=True)
+    assert [o.valid for o in rec.outcomes] == [s[1] for s in SCRIPT]
+    assert rec.outcomes[4].reasons == ["scripted: does not call every API"]
+    # TRL logged and normalised exactly the penalised column
+    logged = torch.tensor(list(trainer._logs["rewards"]["frontier"]))
+    torch.testing.assert_close(logged, torch.tensor(EXPECTED), equal_nan=True)
+    log = trainer.state.log_history[0]
+    assert log["proposer/valid_share"] == pytest.approx(6 / 8)
+    assert log["proposer/coder_success_mean"] == pytest.approx((0.5 + 0.25 + 1.0 + 0.75 + 0.0) / 5)
+    assert log["proposer/duplicate_share"] == pytest.approx(2 / 6)
+    changed = [n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])]
+    assert len(changed) == len(before)

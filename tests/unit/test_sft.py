@@ -1,0 +1,47 @@
+"""The SFT cold start: rows in the format the Coder parser reads back, one step that changes the tiny model."""
+
+import pytest
+import torch
+
+from kernelzero.coder import coder_messages, parse_coder_completion
+from kernelzero.tasks import Task
+from kernelzero.trainers.sft import SFTPhaseConfig, SolutionPair, build_sft_trainer, sft_dataset
+
+TASK = Task(
+    name="relu",
+    source="import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x.relu()",
+)
+SOLUTION = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x.clamp(min=0)"
+
+
+def test_sft_rows_round_trip_through_the_coder_parser():
+    ds = sft_dataset([(TASK, SOLUTION), SolutionPair(TASK, SOLUTION, backend="cuda")])
+    assert len(ds) == 2
+    assert ds[0]["prompt"] == coder_messages(TASK.source, "triton")  # the same prompt the GRPO phase uses
+    assert ds[1]["prompt"] == coder_messages(TASK.source, "cuda")
+    assert parse_coder_completion(ds[0]["completion"][0]["content"]).code == SOLUTION + "\n"
+    with pytest.raises(ValueError, match="backend"):
+        SolutionPair(TASK, SOLUTION, backend="metal")
+
+
+def test_one_sft_step_changes_the_parameters(tiny_model_dir, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    cfg = SFTPhaseConfig(output_dir=str(tmp_path / "sft"), learning_rate=1e-3)
+    trainer = build_sft_trainer(cfg, [(TASK, SOLUTION)] * 4, model=model, tokenizer=tok)
+    # completion-only loss: the prompt's tokens are masked out of the labels
+    batch = trainer.data_collator([trainer.train_dataset[0]])
+    prompt = sft_dataset([(TASK, SOLUTION)])[0]["prompt"]
+    n_prompt = len(tok.apply_chat_template(prompt, add_generation_prompt=True)["input_ids"])
+    assert n_prompt > 500  # the Coder prompt with its worked example
+    labels = batch["labels"][0]
+    assert (labels[:n_prompt] == -100).all() and (labels[n_prompt:] != -100).all()
+    trainer.train()
+    assert trainer.state.global_step == 1
+    loss = trainer.state.log_history[0]["loss"]
+    assert loss > 0
+    changed = [n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])]
+    assert len(changed) == len(before)

@@ -1,0 +1,209 @@
+"""`solve` and `kernelzero solve`: generation, parsing, judging, refinement turns, the best pick, the output files.
+
+The judge here is `stub_judge`, a stand-in that decides from markers in the code: the real judge is tested on its
+own, and `solve` only needs its interface (`judge_fn(task, code, backend) -> Verdict`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kernelzero.cli import app
+from kernelzero.coder import worked_example
+from kernelzero.generation.base import Completion, SamplingConfig
+from kernelzero.judge.verdict import Verdict
+from kernelzero.solve import solve, write_solve_outputs
+from kernelzero.tasks import Task
+
+TASK_SOURCE = worked_example("triton")[0]
+
+
+def answer(marker: str) -> str:
+    """A well-formed Coder completion whose code carries a marker the stub judge reads."""
+    return f"Fused kernel:\n```python\nfrom torch import nn\n\n\nclass ModelNew(nn.Module):\n    pass  # {marker}\n```"
+
+
+class StubJudge:
+    """STUB, not the judge: `# ok:<speedup>` is correct at that speedup, `# wrong` is incorrect, else compile_error."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, str, str]] = []
+
+    def __call__(self, task: Task, code: str, backend: str) -> Verdict:
+        self.calls.append((task.name, code, backend))
+        if m := re.search(r"# ok:([\d.]+)", code):
+            return Verdict(status="ok", correct=True, timed=True, speedup_eager=float(m[1]), backend=backend)
+        if "# wrong" in code:
+            return Verdict.fail("incorrect", "max abs error 0.5 at output[3, 7]", backend=backend)
+        return Verdict.fail("compile_error", "error: identifier 'blockIdx' is undefined", backend=backend)
+
+
+@pytest.fixture
+def stub_judge() -> StubJudge:
+    return StubJudge()
+
+
+class ScriptedPolicy:
+    """Answers from a script, one list per generate() call (row-major over prompts x n); records the prompts."""
+
+    name = "scripted"
+
+    def __init__(self, script: list[list[str]]):
+        self.script, self.prompts = list(script), []
+
+    def generate(self, prompts: Sequence[list[dict]], n: int, sampling: SamplingConfig) -> list[list[Completion]]:
+        self.prompts.append(list(prompts))
+        texts = self.script.pop(0)
+        assert len(texts) == len(prompts) * n
+        return [[Completion(t, "stop") for t in texts[i * n : (i + 1) * n]] for i in range(len(prompts))]
+
+
+def task() -> Task:
+    return Task(name="scaled_add_relu", source=TASK_SOURCE)
+
+
+def test_unparsable_completion_gets_format_error_without_the_judge(stub_judge):
+    policy = ScriptedPolicy([["I would fuse the two ops.", answer("ok:1.5")]])
+    result = solve(task(), policy, backend="triton", judge_fn=stub_judge, samples=2)
+    first, second = result.rollouts
+    assert first.verdict.status == "format_error" and first.code is None
+    assert first.verdict.feedback == "no ```python code block defining class ModelNew in the completion"
+    assert second.verdict.status == "ok" and "# ok:1.5" in second.code
+    assert [c[1] for c in stub_judge.calls] == [second.code]  # the judge saw only the parsed code
+    assert stub_judge.calls[0][2] == "triton" and result.best is second and result.solved
+
+
+def test_later_turns_show_each_sample_its_own_code_and_feedback(stub_judge):
+    policy = ScriptedPolicy([[answer("wrong"), "no code here"], [answer("ok:2.0"), answer("ok:1.1")]])
+    result = solve(task(), policy, backend="cuda", judge_fn=stub_judge, samples=2, turns=2)
+    turn1, turn2 = policy.prompts
+    assert len(turn1) == 1 and len(turn2) == 2  # turn 1: one chat with n=2; turn 2: one chat per sample
+    chat0, chat1 = turn2
+    assert [m["role"] for m in chat0] == ["system", "user", "assistant", "user"]
+    assert "# wrong" in chat0[2]["content"] and "Status: incorrect.\nmax abs error 0.5" in chat0[3]["content"]
+    assert chat1[2]["content"] == "no code here"
+    assert "Status: format_error (guard: parse).\nno ```python code block" in chat1[3]["content"]
+    assert "# wrong" not in json.dumps(chat1)  # samples never see each other
+    assert [(r.sample, r.turn, r.verdict.status) for r in result.rollouts] == [
+        (0, 1, "incorrect"),
+        (1, 1, "format_error"),
+        (0, 2, "ok"),
+        (1, 2, "ok"),
+    ]
+    assert (result.best.sample, result.best.turn) == (0, 2)  # the faster of the two correct ones
+
+
+def test_best_prefers_correct_then_speed_then_earliest(stub_judge):
+    policy = ScriptedPolicy([[answer("wrong"), answer("ok:1.2"), answer("ok:1.2"), "nothing"]])
+    result = solve(task(), policy, backend="triton", judge_fn=stub_judge, samples=4)
+    assert result.best.sample == 1
+    none_correct = ScriptedPolicy([["nothing", answer("compile me"), answer("wrong")]])
+    result = solve(task(), none_correct, backend="triton", judge_fn=stub_judge, samples=3)
+    assert result.best.verdict.status == "incorrect" and not result.solved
+
+
+def test_outputs_on_disk(stub_judge, tmp_path):
+    policy = ScriptedPolicy([["nothing", answer("ok:3.0")], [answer("wrong"), answer("ok:1.0")]])
+    result = solve(task(), policy, backend="triton", judge_fn=stub_judge, samples=2, turns=2)
+    out = write_solve_outputs(result, tmp_path / "run")
+    rows = [json.loads(line) for line in (out / "verdicts.jsonl").read_text().splitlines()]
+    assert [(r["sample"], r["turn"]) for r in rows] == [(0, 1), (1, 1), (0, 2), (1, 2)]
+    assert [Verdict.from_dict(r["verdict"]).status for r in rows] == ["format_error", "ok", "incorrect", "ok"]
+    assert sorted(p.name for p in (out / "solutions").iterdir()) == ["s00_t2.py", "s01_t1.py", "s01_t2.py"]
+    assert (out / "completions" / "s00_t1.txt").read_text() == "nothing"
+    assert (out / "best.py").read_text() == result.rollouts[1].code
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["best"] == {
+        "sample": 1,
+        "turn": 1,
+        "status": "ok",
+        "speedup_eager": 3.0,
+        "speedup_compile": None,
+    }
+    assert summary["statuses"] == {"format_error": 1, "ok": 2, "incorrect": 1} and summary["solved"]
+
+
+def test_samples_and_turns_must_be_positive(stub_judge):
+    with pytest.raises(ValueError, match="samples and turns must be >= 1, got samples=0"):
+        solve(task(), ScriptedPolicy([]), backend="triton", judge_fn=stub_judge, samples=0)
+
+
+@pytest.fixture
+def task_file(tmp_path) -> Path:
+    path = tmp_path / "scaled_add_relu.py"
+    path.write_text(TASK_SOURCE)
+    return path
+
+
+@pytest.fixture
+def cli_stub_judge(monkeypatch, stub_judge) -> StubJudge:
+    """Puts `stub_judge` where the CLI imports the real one from (kernelzero.judge.judge / JudgeOptions)."""
+    import kernelzero.judge
+
+    seen_options = []
+
+    def judge(task, code, backend, options):
+        seen_options.append(options)
+        return stub_judge(task, code, backend)
+
+    monkeypatch.setattr(kernelzero.judge, "judge", judge, raising=False)
+    monkeypatch.setattr(kernelzero.judge, "JudgeOptions", lambda device: {"device": device}, raising=False)
+    stub_judge.options = seen_options
+    return stub_judge
+
+
+def test_cli_solve_end_to_end_with_the_tiny_model(tiny_model_dir, task_file, cli_stub_judge, tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELZERO_CACHE", str(tiny_model_dir.parent))  # no --model: the tiny model, already built
+    out = tmp_path / "out"
+    args = ["solve", str(task_file), "--backend", "triton", "--samples", "3", "--turns", "2"]
+    args += ["--out", str(out), "--max-new-tokens", "32", "--seed", "0", "--gen-device", "cpu"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in (out / "verdicts.jsonl").read_text().splitlines()]
+    assert len(rows) == 6
+    # A random model writes no code: every answer is a format error, and the judge is never called.
+    assert {r["verdict"]["status"] for r in rows} == {"format_error"} and cli_stub_judge.calls == []
+    assert len(list((out / "completions").iterdir())) == 6 and not (out / "best.py").exists()
+    assert "scaled_add_relu (triton," in result.output and "format_error" in result.output
+    assert f"not solved; best: sample 0 turn 1 (format_error); wrote {out}" in result.output
+
+
+def test_cli_solve_refuses_bad_input_before_loading_a_model(task_file, tmp_path, cli_stub_judge):
+    runner = CliRunner()
+    r = runner.invoke(app, ["solve", str(task_file), "--backend", "hip"])
+    assert r.exit_code == 2 and "--backend must be one of cuda, triton, got 'hip'" in r.output
+    r = runner.invoke(app, ["solve", str(tmp_path / "missing.py"), "--backend", "cuda"])
+    assert r.exit_code == 2 and "no task file at" in r.output
+    not_a_task = tmp_path / "notes.py"
+    not_a_task.write_text("x = 1\n")
+    r = runner.invoke(app, ["solve", str(not_a_task), "--backend", "cuda"])
+    assert (
+        r.exit_code == 2
+        and "is not a KernelBench-format task: the code has no top-level class Model, function get_inputs()" in r.output
+    )
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "x").write_text("")
+    r = runner.invoke(app, ["solve", str(task_file), "--backend", "cuda", "--out", str(tmp_path / "busy")])
+    assert r.exit_code == 2 and "already holds files" in r.output
+    r = runner.invoke(app, ["solve", str(task_file), "--backend", "cuda", "--model", "openai:nourl"])
+    assert r.exit_code == 2 and "must look like openai:MODEL@http" in r.output
+
+
+def test_cli_help_does_not_import_torch():
+    code = (
+        "import sys; from kernelzero.cli import app; "
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    )
+    src = str(Path(__file__).parents[2] / "src")
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONPATH": src}, check=True
+    )
+    assert out.stdout.strip() == "[]"
