@@ -77,7 +77,8 @@ def _judge_all_on_gpu(paths: list[Path]) -> dict:
     out = {}
     for mixed in (False, True):
         group = [p for p in paths if bool(constants(p).get("MIXED")) == mixed]
-        opts = JudgeOptions(device="cuda", budget_s=0.3, library_ops="allow_gemm" if mixed else "reject")
+        policy = "allow_gemm" if mixed else "reject"
+        opts = JudgeOptions(device="cuda", budget_s=0.3, compile_baseline=False, library_ops=policy)
         with JudgePool(opts, workers=8) as pool:
             reqs = [(Task.from_file(HERE / "tasks" / f"{constants(p)['TASK']}.py"), p.read_text(),
                      constants(p)["BACKEND"]) for p in group]  # fmt: skip
