@@ -18,5 +18,7 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
     timing) step timing python3 bench/timing_fidelity.py --task tests/fixtures/gpu/relu_big_task.py \
               --solution tests/fixtures/gpu/relu_triton_ok.py --backend triton --repeats 5 \
               --kernelbench .kb --out "$OUT/timing.json" ;;
+    throughput) step throughput python3 bench/judge_throughput.py ${KZ_THROUGHPUT_ARGS:---quick} \
+              --out "$OUT/throughput.json" ;;
   esac
 done
