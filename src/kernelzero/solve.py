@@ -9,7 +9,7 @@ carries its own earlier answers and the judge's feedback on them (`coder.Attempt
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -85,21 +85,37 @@ def solve(
     sampling: SamplingConfig | None = None,
     principles: Sequence[str] | None = None,
     on_rollout: Callable[[Rollout], None] | None = None,
+    done: Mapping[tuple[int, int], Rollout] | None = None,
 ) -> SolveResult:
-    """Run `turns` rounds of `samples` parallel refinement chains on `task` and judge every answer."""
+    """Run `turns` rounds of `samples` parallel refinement chains on `task` and judge every answer.
+
+    `done` maps (sample, turn) to rollouts judged by an earlier, interrupted run: they are replayed into their
+    chain's history (and the result) without generating or judging again, and `on_rollout` is not called for them.
+    """
     if samples < 1 or turns < 1:
         raise ValueError(f"samples and turns must be >= 1, got samples={samples}, turns={turns}")
     sampling = sampling or SamplingConfig()
+    done = done or {}
     history: list[list[Attempt]] = [[] for _ in range(samples)]
     rollouts: list[Rollout] = []
     for turn in range(1, turns + 1):
-        if turn == 1:  # one chat, n samples: backends batch or share the prompt's prefix
+        todo = [s for s in range(samples) if (s, turn) not in done]
+        fresh: list[Completion] = []
+        if todo and turn == 1:  # one chat, n samples: backends batch or share the prompt's prefix
             chat = coder_messages(task.source, backend, principles=principles)
-            completions = policy.generate([chat], samples, sampling)[0]
-        else:
-            chats = [coder_messages(task.source, backend, previous=h, principles=principles) for h in history]
-            completions = [c[0] for c in policy.generate(chats, 1, sampling)]
-        for sample, completion in enumerate(completions):
+            fresh = policy.generate([chat], len(todo), sampling)[0]
+        elif todo:
+            chats = [coder_messages(task.source, backend, previous=history[s], principles=principles) for s in todo]
+            fresh = [c[0] for c in policy.generate(chats, 1, sampling)]
+        generated = dict(zip(todo, fresh, strict=True))
+        for sample in range(samples):
+            if sample not in generated:  # resumed: replay the recorded answer and verdict
+                old = done[(sample, turn)]
+                parsed = parse_coder_completion(old.completion.text)
+                history[sample].append(Attempt.of(old.completion.text, parsed, feedback_from_verdict(old.verdict)))
+                rollouts.append(old)
+                continue
+            completion = generated[sample]
             parsed = parse_coder_completion(completion.text)
             if isinstance(parsed, ParsedCode):
                 code: str | None = parsed.code
