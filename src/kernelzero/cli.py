@@ -498,16 +498,27 @@ def eval_command(
     with JudgePool(options, workers=workers) as pool:
         device_name = pool.judge_.device
         if solutions is not None:
-            records = run_solutions(the_tasks, solutions, backend=backend, judge_many=pool.imap, out_dir=out,
-                                    on_record=progress)  # fmt: skip
+            records = run_solutions(
+                the_tasks, solutions, backend=backend, judge_many=pool.imap, out_dir=out, on_record=progress
+            )
         else:
             from kernelzero.generation import GenerationError, SamplingConfig, load_policy
 
             try:
                 sampling = SamplingConfig(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
                 policy = load_policy(model, device=gen_device)
-                records = run_eval(the_tasks, policy, backend=backend, judge_fn=pool.judge, out_dir=out,
-                                   samples=samples, turns=turns, sampling=sampling, on_record=progress)  # fmt: skip
+                records = run_eval(
+                    the_tasks,
+                    policy,
+                    backend=backend,
+                    judge_fn=pool.judge,
+                    judge_many=pool.judge_many,
+                    out_dir=out,
+                    samples=samples,
+                    turns=turns,
+                    sampling=sampling,
+                    on_record=progress,
+                )
             except (GenerationError, ValueError) as exc:
                 fail(str(exc), code=1)
     from kernelzero.eval_report import write_report

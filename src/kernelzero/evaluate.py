@@ -23,15 +23,12 @@ from typing import IO, Any
 
 from kernelzero.generation.base import Completion, Policy, SamplingConfig
 from kernelzero.judge.verdict import Verdict
-from kernelzero.solve import JudgeFn, Rollout, solve
+from kernelzero.solve import JudgeFn, JudgeManyFn, Rollout, solve
 from kernelzero.tasks import Task
 
 VERDICTS = "verdicts.jsonl"
 CONFIG = "eval_config.json"
 MISSING_GUARD = "missing_solution"
-
-# Many requests at once -> one verdict per request, in request order (e.g. `JudgePool.imap`).
-JudgeManyFn = Callable[[Sequence[tuple[Task, str, str]]], Iterable[Verdict]]
 
 
 def task_id(task: Task) -> str:
@@ -168,8 +165,12 @@ def run_eval(
     sampling: SamplingConfig | None = None,
     principles: Sequence[str] | None = None,
     on_record: Callable[[EvalRecord], None] | None = None,
+    judge_many: JudgeManyFn | None = None,
 ) -> list[EvalRecord]:
-    """Generate and judge `samples` x `turns` attempts per task, resuming from `out_dir`; every record, in order."""
+    """Generate and judge `samples` x `turns` attempts per task, resuming from `out_dir`; every record, in order.
+
+    With `judge_many` (a pool), each turn's answers are judged concurrently; else one `judge_fn` call at a time.
+    """
     with RecordLog(out_dir) as log:
         by_task: dict[str, dict[tuple[int, int], Rollout]] = {}
         for r in log.records:
@@ -200,6 +201,7 @@ def run_eval(
                 principles=principles,
                 on_rollout=record,
                 done=done,
+                judge_many=judge_many,
             )
         return _ordered(log.records, tasks)
 

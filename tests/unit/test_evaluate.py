@@ -167,3 +167,18 @@ def test_cli_resume_refuses_other_settings(tmp_path):
     (tmp_path / "eval_config.json").write_text(json.dumps({"samples": 4}))
     res = runner.invoke(app, ["eval", "--tasks", "tests/fixtures/eval_tasks", "--samples", "2", "--out", str(tmp_path)])
     assert res.exit_code == 2 and re.search(r"samples: 4 there, 2 now", res.output)
+
+
+def test_judging_a_turn_in_one_batch_gives_the_same_records(tmp_path):
+    one, batched = CountingJudge(), CountingJudge()
+    batches: list[int] = []
+
+    def judge_many(requests):
+        batches.append(len(requests))
+        return list(batched.many(requests))
+
+    a = run_eval(tasks(), NumberingPolicy(), backend="triton", judge_fn=one, out_dir=tmp_path / "a", samples=2, turns=2)
+    b = run_eval(tasks(), NumberingPolicy(), backend="triton", judge_fn=None, judge_many=judge_many,
+                 out_dir=tmp_path / "b", samples=2, turns=2)  # fmt: skip
+    assert batches == [2, 2, 2, 2]  # one batch per (task, turn)
+    assert [(r.key, r.source, r.verdict.status) for r in a] == [(r.key, r.source, r.verdict.status) for r in b]
