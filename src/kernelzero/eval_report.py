@@ -33,10 +33,14 @@ SUMMARY = "summary.json"
 REPORT = "report.md"
 
 
-def is_degenerate(verdict: Verdict) -> bool:
-    """True when the judge's canaries flagged the task (`env["degenerate_task"]`); any other shape reads False."""
+def degenerate_canary(verdict: Verdict) -> str | None:
+    """The canary that flagged the task (the judge puts its name, e.g. "zeros", in `env["degenerate_task"]`); "flagged"
+    for a bare True; None when unflagged or when env has any other shape (read defensively)."""
     env = getattr(verdict, "env", None)
-    return isinstance(env, Mapping) and env.get("degenerate_task") is True
+    value = env.get("degenerate_task") if isinstance(env, Mapping) else None
+    if value is True:
+        return "flagged"
+    return value if isinstance(value, str) and value else None
 
 
 def noise(cand: Timing | None, ref: Timing | None) -> float:
@@ -56,7 +60,7 @@ class TaskOutcome:
     n: int  # samples (chains)
     correct_by_turn: list[int]  # chains correct by turn t, t = 1..T
     best: dict[str, tuple[float, float] | None] = field(default_factory=dict)
-    degenerate: bool = False
+    degenerate: str | None = None  # the canary that flagged the task
     missing: bool = False
 
     @property
@@ -92,7 +96,7 @@ def task_outcomes(records: Sequence[EvalRecord], turns: int | None = None) -> li
                 n=len(samples),
                 correct_by_turn=by_turn,
                 best=best,
-                degenerate=any(is_degenerate(r.verdict) for r in recs),
+                degenerate=next((c for r in recs if (c := degenerate_canary(r.verdict))), None),
                 missing=any(r.verdict.guard == MISSING_GUARD for r in recs),
             )
         )
@@ -164,7 +168,7 @@ def summarize(records: Sequence[EvalRecord], ks: Sequence[int], meta: dict[str, 
                 "rejected_by_guard": dict(guards),
             }
         )
-    degenerate = [o.task for o in outs if o.degenerate]
+    degenerate = [f"{o.task} ({o.degenerate})" for o in outs if o.degenerate]
     return {
         "meta": meta or {},
         "ks": list(ks),

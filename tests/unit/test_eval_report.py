@@ -112,14 +112,17 @@ def test_pass_at_k_needs_k_samples_per_task():
 def test_degenerate_tasks_are_listed_and_figures_repeated_without_them():
     flagged = ok(3.0)
     flagged.env = {"degenerate_task": True}
-    odd = bad()
-    odd.env = None  # read defensively: no env at all
-    records = [rec("real", 1, 0, 1, ok(1.5)), rec("canary", 1, 0, 1, flagged), rec("other", 1, 0, 1, odd)]
+    # what the judge's canaries write: infra_error, guard `degenerate`, the canary's name in env
+    zeros = bad("infra_error", "degenerate", env={"degenerate_task": "zeros"})
+    odd, odder = bad(), bad(env={"degenerate_task": 0})
+    odd.env = None  # read defensively: no env at all, or a value of another type
+    records = [rec("real", 1, 0, 1, ok(1.5)), rec("canary", 1, 0, 1, flagged), rec("other", 1, 0, 1, odd),
+               rec("zero", 1, 0, 1, zeros), rec("odd", 1, 0, 1, odder)]  # fmt: skip
     s = summarize(records, ks=[1])
-    assert s["degenerate"] == ["canary"]
-    assert row(s, "all")["pass"]["1"] == pytest.approx(2 / 3)
+    assert s["degenerate"] == ["canary (flagged)", "zero (zeros)"]
+    assert row(s, "all")["pass"]["1"] == pytest.approx(2 / 5)
     without = next(r for r in s["rows_without_degenerate"] if r["label"] == "all")
-    assert without["tasks"] == 2 and without["pass"]["1"] == 0.5
+    assert without["tasks"] == 3 and without["pass"]["1"] == pytest.approx(1 / 3)
     assert "## Results without degenerate tasks" in render_markdown(s)
 
 
