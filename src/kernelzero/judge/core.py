@@ -6,6 +6,9 @@ Order of events for one candidate (each arrow a message on the signed channel, e
   parent draws fresh seeds, sends them          (the candidate could not have seen its inputs at import time)
   candidate worker: trials          -> outputs -> runtime_error / rejected (worker-side guards)
   parent compares with the reference outputs   -> incorrect
+  parent compares the replay trials            -> rejected (replay: same input buffer, new contents, other order)
+  parent checks launches and library ops       -> rejected (no_custom_kernel, see guards.library_op_violation)
+  task is degenerate (a canary passes)         -> infra_error (degenerate; env["degenerate_task"]; not scored)
   GPU only: parent takes the device's timing lock, then -> timing (reference timed the same way, in its own worker)
 The reference runs in a worker that never imports candidate code; its outputs are computed once per task and seed
 set and kept in this process. A failure of the reference is the task's fault, never the candidate's: infra_error.
@@ -28,6 +31,7 @@ import torch
 
 from kernelzero.judge.check import compare
 from kernelzero.judge.env import fingerprint
+from kernelzero.judge.guards import STATIC, library_op_violation
 from kernelzero.judge.options import BACKENDS, JudgeOptions
 from kernelzero.judge.sandbox import ChannelError, Sandbox, isolation_mode
 from kernelzero.judge.verdict import Timing, Verdict
@@ -35,7 +39,7 @@ from kernelzero.tasks import Task
 
 # Static checks on candidate source (issue 4 adds the anti-hacking ones): (tree, source, backend) -> (guard, msg).
 StaticCheck = Callable[[ast.Module, str, str], "tuple[str, str] | None"]
-STATIC_CHECKS: list[StaticCheck] = []
+STATIC_CHECKS: list[StaticCheck] = list(STATIC)  # kernelzero.judge.guards; the first hit decides
 
 
 def source_hash(*parts: str) -> str:
@@ -75,6 +79,10 @@ class Reference:
     eager: dict | None = None
     compiled: dict | None = None
     error: str | None = None  # the task itself failed: candidates on it get infra_error
+    ops: dict[str, int] = field(default_factory=dict)  # aten op -> elements, for `guards.library_op_violation`
+    replay: list[list[int]] = field(default_factory=list)  # [trial index, perturbation seed] per replay trial
+    replay_outputs: list[list[torch.Tensor]] = field(default_factory=list)
+    degenerate: str | None = None  # the canary that passes the check on this task (zeros, mean, input), if any
 
 
 class Judge:
@@ -145,7 +153,8 @@ class Judge:
     def _run_reference(self, task: Task) -> Reference:
         o = self.options
         ref = Reference(init_seed=_seeds(1)[0], seeds=_seeds(o.trials), timing_seeds=_seeds(o.timing_sets))
-        job = {"kind": "reference", "init_seed": ref.init_seed, "seeds": ref.seeds}
+        ref.replay = _replay_plan(o.trials)
+        job = {"kind": "reference", "init_seed": ref.init_seed, "seeds": ref.seeds, "replay": ref.replay}
         if self.timed:
             job.update(timing=o.timing_config(), timing_seeds=ref.timing_seeds, compile_baseline=o.compile_baseline)
         sb = self._sandbox(job)
@@ -163,6 +172,8 @@ class Judge:
                 if msg["event"] == "outputs":
                     data = torch.load(sb.scratch / msg["file"], weights_only=True, map_location="cpu")
                     ref.outputs, ref.structures, ref.checksums = data["outputs"], msg["structures"], msg["checksums"]
+                    ref.ops, ref.replay_outputs = msg.get("ops", {}), data["replay"]
+                    ref.degenerate = degenerate_canary(ref.outputs, data["identity"], o.atol, o.rtol)
                     if self.timed:
                         with self.timing_lock:
                             sb.send({"cmd": "time"})
@@ -225,7 +236,7 @@ class Judge:
             sb.start()
             expect("started", o.build_timeout_s, "start")
             expect("built", o.build_timeout_s, "build")
-            sb.send({"cmd": "run", "seeds": ref.seeds})
+            sb.send({"cmd": "run", "seeds": ref.seeds, "replay": ref.replay})
             msg = expect("outputs", o.run_timeout_s, "run")
             if msg["checksums"] != ref.checksums:
                 raise fail("rejected", "the candidate's inputs differ from the reference's (torch patched?)", "inputs")
@@ -243,6 +254,19 @@ class Judge:
                     status = "rejected" if res.guard == "tensor_subclass" else "incorrect"
                     raise fail(status, f"trial {trial + 1}/{len(ref.outputs)}: {res.feedback}", res.guard)
                 worst = max(worst, res.max_abs_err)
+            for k, (r, out) in enumerate(zip(ref.replay_outputs, data["replay"])):
+                res = compare(r, out, o.atol, o.rtol)
+                if not res.ok:  # right on fresh inputs, wrong on the same buffer with new contents: a cache
+                    raise fail("rejected", f"replay {k + 1}/{len(ref.replay)} (an input buffer reused with new "
+                               f"contents) gave a stale or wrong output: {res.feedback}", "replay")  # fmt: skip
+            violation = library_op_violation(ref.ops, msg.get("ops", {}), msg.get("launches"), o.library_ops)
+            if violation is not None:
+                raise fail("rejected", violation, "no_custom_kernel")
+            if ref.degenerate is not None:  # the task cannot tell right from wrong: not the candidate's fault
+                raise StageFailure(Verdict.fail(
+                    "infra_error", f"the task is degenerate: the `{ref.degenerate}` canary passes its check, so no "
+                    "candidate can be judged on it (left out of rewards)", guard="degenerate", stage_s=stage_s,
+                    **{**base, "env": {**base["env"], "degenerate_task": ref.degenerate}}))  # fmt: skip
             verdict = Verdict(status="ok", correct=True, trials=len(outputs), max_abs_err=worst, stage_s=stage_s,
                               **base)  # fmt: skip
             if self.timed:
@@ -267,6 +291,42 @@ class Judge:
                 verdict.speedup_eager = verdict.ref_runtime.median_ms / verdict.runtime.median_ms
             if verdict.compile_runtime:
                 verdict.speedup_compile = verdict.compile_runtime.median_ms / verdict.runtime.median_ms
+
+
+def _replay_plan(trials: int) -> list[list[int]]:
+    """Replay trials, drawn here (unseen by candidates): [trial, perturbation seed], perturbed ones right after
+    their plain twin so a cache keyed on the buffer sees the same pointer and almost the same contents."""
+    rng = random.SystemRandom()
+    j = rng.randrange(max(1, trials - 1))  # not the last trial: a "return the last output" cache fails at once
+    k = rng.randrange(trials)
+    return [[j, 0], [j, _seeds(1)[0]], [k, 0], [k, _seeds(1)[0]], [j, _seeds(1)[0]]]
+
+
+def degenerate_canary(outputs: list[list[torch.Tensor]], identity: list[list], atol: dict, rtol: dict) -> str | None:
+    """The first trivial answer that passes the check on every trial, or None (the task can tell right from wrong).
+
+    Canaries: zeros, the reference output's mean as a constant (over all trials), a copy of an input of the output's
+    shape and dtype. (An uninitialised `empty` is not a canary: its contents are arbitrary; zeros covers its usual
+    value.) A task where one passes rewards the trivial answer; its verdicts become infra_error, guard `degenerate`.
+    """
+    if not outputs or not outputs[0]:
+        return None
+    means = [torch.stack([t[i].double().mean() for t in outputs]).mean() for i in range(len(outputs[0]))]
+    canaries = {
+        "zeros": [[torch.zeros_like(r) for r in outs] for outs in outputs],
+        "mean": [[torch.full_like(r, float(means[i])) for i, r in enumerate(outs)] for outs in outputs],
+        "input": identity,
+    }
+    for name, trials in canaries.items():
+        if len(trials) != len(outputs):
+            continue
+        ok = all(
+            c is not None and r.is_floating_point() and compare([r], [c], atol, rtol).ok
+            for outs, cans in zip(outputs, trials) for r, c in zip(outs, cans)
+        )  # fmt: skip
+        if ok:
+            return name
+    return None
 
 
 def load_candidate(path: str | os.PathLike) -> str:

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 
 BACKENDS = ("cuda", "triton")
 DEVICES = ("auto", "cpu", "cuda")
+LIBRARY_OPS = ("reject", "allow_gemm")
 
 
 @dataclass
@@ -35,6 +36,12 @@ class JudgeOptions:
     """Wall-clock budget to import the candidate (CUDA builds happen here)."""
     run_timeout_s: float = 120.0
     """Wall-clock budget for the correctness trials and, separately, for timing."""
+    library_ops: str = "reject"
+    """Policy on library calls of the task's main compute op (guard `no_custom_kernel`). `reject`: forward must not
+    call the reference's main aten op(s) (its GEMMs/convolutions, or else every non-trivial op) on the full problem.
+    `allow_gemm` (mixed policy): GEMMs and convolutions may stay in the library (cuBLAS/cuDNN) when the solution also
+    launches a kernel of its own (the fused epilogue); every other main op is still rejected. Zero launches of the
+    solution's own kernels is rejected under both."""
     memory_limit_gb: float = 16.0
     """Address-space limit of CPU workers (not applied on GPU: CUDA reserves huge virtual ranges)."""
 
@@ -43,6 +50,8 @@ class JudgeOptions:
             raise ValueError(f"JudgeOptions.device must be one of {DEVICES}, got {self.device!r}")
         if self.trials < 1:
             raise ValueError(f"JudgeOptions.trials must be >= 1, got {self.trials}")
+        if self.library_ops not in LIBRARY_OPS:
+            raise ValueError(f"JudgeOptions.library_ops must be one of {LIBRARY_OPS}, got {self.library_ops!r}")
         if self.timing_sets < 1:
             raise ValueError(f"JudgeOptions.timing_sets must be >= 1, got {self.timing_sets}")
 

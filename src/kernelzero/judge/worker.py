@@ -123,34 +123,170 @@ class _Bound:
 GUARD_HOOKS: list[Callable[[str, dict[str, Any]], None]] = []
 
 
-def run_forward_trials(torch, bound: _Bound, model, task_mod, seeds: list[int], device: str, check_inputs: bool):
-    """Per seed: fresh inputs, one forward, outputs copied to CPU. Returns (structures, outputs, input checksums)."""
+def run_forward_trials(torch, bound: _Bound, model, task_mod, seeds: list[int], device: str, check_inputs: bool,
+                       recorder=None):  # fmt: skip
+    """Per seed: fresh inputs, one forward, outputs copied to CPU. Returns (structures, outputs, input checksums).
+
+    `recorder` (an `OpRecorder`) is entered around each forward to log the aten ops it dispatches.
+    The last trial's input tensors stay in `bound.last_inputs` for the replay trials (same objects, new contents).
+    """
     structures, outputs, sums = [], [], []
     for seed in seeds:
         inputs = make_inputs(torch, task_mod, seed, device)
         sums.append(checksum(torch, inputs))
         before = [bound.clone(x) if isinstance(x, bound.tensor_type) else x for x in inputs] if check_inputs else []
-        with torch.no_grad():
-            out = model(*inputs)
-        if device == "cuda":
-            bound.synchronize()
-        structure, items = flatten_outputs(torch, out)
-        for t in items:
-            if type(t) is not bound.tensor_type:
-                raise GuardViolation("tensor_subclass", f"forward returned {type(t).__name__}, not torch.Tensor")
-            for x in inputs:
-                if isinstance(x, bound.tensor_type) and t.numel() and x.numel() and _shares_storage(t, x):
-                    raise GuardViolation("aliasing", "an output shares memory with an input")
+        structure, items = _forward(torch, bound, model, inputs, device, recorder)
         for x, x0 in zip(inputs, before):
             if isinstance(x, bound.tensor_type) and not bound.equal(x, x0):
                 raise GuardViolation("input_mutation", "forward modified its input tensor")
         structures.append(structure)
-        outputs.append([t.detach().to("cpu", copy=True).contiguous() for t in items])
+        outputs.append(items)
+        bound.last_inputs = inputs
     return structures, outputs, sums
+
+
+def _forward(torch, bound: _Bound, model, inputs: list, device: str, recorder=None) -> tuple[str, list]:
+    """One checked forward: (structure, outputs copied to CPU). Raises the tensor_subclass / aliasing guards."""
+    with torch.no_grad():
+        if recorder is not None:
+            with recorder:
+                out = model(*inputs)
+        else:
+            out = model(*inputs)
+    if device == "cuda":
+        bound.synchronize()
+    structure, items = flatten_outputs(torch, out)
+    for t in items:
+        if type(t) is not bound.tensor_type:
+            raise GuardViolation("tensor_subclass", f"forward returned {type(t).__name__}, not torch.Tensor")
+        for x in inputs:
+            if isinstance(x, bound.tensor_type) and t.numel() and x.numel() and _shares_storage(t, x):
+                raise GuardViolation("aliasing", "an output shares memory with an input")
+    return structure, [t.detach().to("cpu", copy=True).contiguous() for t in items]
+
+
+def perturb(torch, inputs: list, pseed: int, device: str) -> None:
+    """Flip the sign (magnitude >= 1) of 2 elements of each floating input, deterministically from `pseed` (0: none).
+
+    The replay guard's probe: same buffer, almost the same contents, so a cache keyed on the pointer, the shape or a
+    sampled checksum returns a stale output. Reference and candidate workers apply the same perturbation.
+    """
+    if not pseed:
+        return
+    gen = torch.Generator(device=device)
+    gen.manual_seed(pseed)
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.is_contiguous() and x.numel():
+            flat = x.view(-1)
+            idx = torch.randint(flat.numel(), (2,), generator=gen, device=device)
+            mag = torch.rand(2, generator=gen, device=device).to(x.dtype) + 1
+            flat[idx] = torch.where(flat[idx] >= 0, -mag, mag)
+
+
+def replay_inputs(torch, task_mod, seeds: list[int], entry: list[int], device: str) -> list:
+    i, pseed = entry
+    inputs = make_inputs(torch, task_mod, seeds[i], device)
+    perturb(torch, inputs, pseed, device)
+    return inputs
+
+
+def run_replay(torch, bound: _Bound, model, task_mod, seeds: list[int], plan: list, device: str) -> list:
+    """Replay trials: the last trial's input tensors are reused (`copy_` of new contents) in the parent's order.
+
+    Stops outputs cached by data_ptr / shape / sampled contents and first-N-calls-honest candidates: each replay's
+    output is compared with the reference's on the same contents (guard `replay`).
+    """
+    buf = bound.last_inputs
+    outputs = []
+    for entry in plan:
+        fresh = replay_inputs(torch, task_mod, seeds, entry, device)
+        for b, f in zip(buf, fresh):
+            if isinstance(b, bound.tensor_type):
+                b.copy_(f)
+        outputs.append(_forward(torch, bound, model, buf, device)[1])
+    return outputs
 
 
 def _shares_storage(a, b) -> bool:
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def make_op_recorder(torch):
+    """A TorchDispatchMode that logs aten op name -> elements touched (largest tensor per call, summed).
+
+    Triton launches and CUDA extension calls do not dispatch aten compute ops, so what it sees in a candidate's forward
+    is what torch itself computed for it (`guards.library_op_violation` decides from that).
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    tensor = torch.Tensor
+
+    class OpRecorder(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops: dict[str, int] = {}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            sizes = [t.numel() for t in tree_leaves((args, kwargs, out)) if isinstance(t, tensor)]
+            name = func.overloadpacket.__name__
+            self.ops[name] = self.ops.get(name, 0) + max(sizes, default=0)
+            return out
+
+    return OpRecorder()
+
+
+class LaunchCounter:
+    """Counts completed launches of kernels defined in the candidate module (`guards.CANDIDATE_MODULE`).
+
+    Triton: wraps `JITFunction.run` (GPU) and the interpreter's `InterpretedFunction.run` (CPU) before the candidate
+    is imported; a launch counts once `run` returns (an attempt that raises, e.g. inside a suppressed error, does
+    not). CUDA (GPU only): kernels in a torch.profiler trace whose names are `__global__` functions of the source.
+    """
+
+    def __init__(self, source: str):
+        import re
+
+        from kernelzero.judge.guards import CANDIDATE_MODULE
+
+        self.module = CANDIDATE_MODULE
+        self.count = 0
+        self.active = False
+        self.cuda_names = set(re.findall(r"__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+(\w+)", source))
+
+    def install_triton(self) -> None:
+        try:
+            from triton.runtime import interpreter, jit
+        except ImportError:  # no Triton here: CUDA candidates are counted by the profiler
+            return
+        for cls in (jit.JITFunction, interpreter.InterpretedFunction):
+            self._wrap(cls)
+
+    def _wrap(self, cls) -> None:
+        orig, counter = cls.run, self
+
+        def run(fn_self, *args, **kwargs):
+            result = orig(fn_self, *args, **kwargs)
+            fn = getattr(fn_self, "fn", None)
+            if counter.active and not kwargs.get("warmup") and getattr(fn, "__module__", None) == counter.module:
+                counter.count += 1
+            return result
+
+        cls.run = run
+
+    def count_cuda(self, prof) -> None:
+        """Add the launches of the candidate's `__global__` kernels found in a finished torch.profiler trace.
+
+        Kernel events carry demangled names (`void ns::relu_kernel<float>(float const*, ...)`): a `__global__` name
+        counts where it appears as a whole identifier.
+        """
+        import re
+
+        pattern = re.compile(r"(?<![\w])(" + "|".join(map(re.escape, sorted(self.cuda_names))) + r")(?![\w])")
+        for event in prof.events():
+            if str(getattr(event, "device_type", "")).endswith("CUDA") and pattern.search(event.name):
+                self.count += 1
 
 
 class GuardViolation(Exception):
@@ -166,9 +302,22 @@ def _job_reference(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     task_mod = load_module(job["task_path"], "kz_task")
     init_inputs = list(task_mod.get_init_inputs())
     model = build_model(torch, task_mod.Model, init_inputs, job["init_seed"], device)
-    structures, outputs, sums = run_forward_trials(torch, bound, model, task_mod, job["seeds"], device, False)
-    bound.save({"outputs": outputs}, Path(job["scratch"]) / "ref.pt")
-    chan.send({"event": "outputs", "file": "ref.pt", "structures": structures, "checksums": sums})
+    recorder = make_op_recorder(torch)
+    structures, outputs, sums = run_forward_trials(torch, bound, model, task_mod, job["seeds"], device, False,
+                                                   recorder)  # fmt: skip
+    replay = []
+    for entry in job.get("replay", []):
+        inputs = replay_inputs(torch, task_mod, job["seeds"], entry, device)
+        replay.append(_forward(torch, bound, model, inputs, device)[1])
+    # Degenerate-task canary "a copy of the input": per trial and output, an input of the same shape and dtype.
+    identity = []
+    for seed, outs in zip(job["seeds"], outputs):
+        inputs = [x for x in make_inputs(torch, task_mod, seed, device) if isinstance(x, torch.Tensor)]
+        match = [next((x for x in inputs if x.shape == o.shape and x.dtype == o.dtype), None) for o in outs]
+        identity.append([None if x is None else x.detach().to("cpu", copy=True).contiguous() for x in match])
+    bound.save({"outputs": outputs, "replay": replay, "identity": identity}, Path(job["scratch"]) / "ref.pt")
+    chan.send({"event": "outputs", "file": "ref.pt", "structures": structures, "checksums": sums,
+               "ops": recorder.ops})  # fmt: skip
     if not job.get("timing") or json.loads(sys.stdin.readline() or "{}").get("cmd") != "time":
         return
     input_sets = [make_inputs(torch, task_mod, s, device) for s in job["timing_seeds"]]
@@ -189,6 +338,8 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     task_mod = load_module(job["task_path"], "kz_task")
     init_inputs = list(task_mod.get_init_inputs())
     reference = build_model(torch, task_mod.Model, init_inputs, job["init_seed"], device)
+    counter = LaunchCounter(Path(job["candidate_path"]).read_text())
+    counter.install_triton()  # before the candidate's import binds anything from Triton
     for hook in GUARD_HOOKS:
         hook("before_import", {"job": job})
     t0 = bound.perf_counter()
@@ -210,14 +361,29 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     command = json.loads(sys.stdin.readline() or "{}")  # seeds arrive only now: unseen at import and init
     if command.get("cmd") != "run":
         return
+    recorder = make_op_recorder(torch)
     try:
-        structures, outputs, sums = run_forward_trials(torch, bound, model, task_mod, command["seeds"], device, True)
+        counter.active = True
+        profile = _cuda_profiler(torch) if device == "cuda" and counter.cuda_names else None
+        if profile is not None:
+            with profile as prof:
+                structures, outputs, sums = run_forward_trials(torch, bound, model, task_mod, command["seeds"],
+                                                               device, True, recorder)  # fmt: skip
+            counter.count_cuda(prof)
+        else:
+            structures, outputs, sums = run_forward_trials(torch, bound, model, task_mod, command["seeds"], device,
+                                                           True, recorder)  # fmt: skip
+        counter.active = False
+        replay = run_replay(torch, bound, model, task_mod, command["seeds"], command.get("replay", []), device)
     except GuardViolation:
         raise
     except Exception as exc:
         raise StageError("compile" if _is_kernel_compile_error(exc) else "forward", exc) from exc
-    bound.save({"outputs": outputs}, Path(job["scratch"]) / "out.pt")
-    chan.send({"event": "outputs", "file": "out.pt", "structures": structures, "checksums": sums})
+    # launches is None where nothing could count them (a CUDA candidate on a machine without the profiler trace)
+    countable = job.get("backend") == "triton" or device == "cuda"
+    bound.save({"outputs": outputs, "replay": replay}, Path(job["scratch"]) / "out.pt")
+    chan.send({"event": "outputs", "file": "out.pt", "structures": structures, "checksums": sums,
+               "ops": recorder.ops, "launches": counter.count if countable else None})  # fmt: skip
     if not job.get("timing"):
         return
     command = json.loads(sys.stdin.readline() or "{}")  # wait until the parent has the GPU to itself for us
@@ -229,6 +395,13 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     except Exception as exc:
         raise StageError("timing", exc) from exc
     chan.send({"event": "timing", "candidate": stats})
+
+
+def _cuda_profiler(torch):
+    """A torch.profiler recording CUDA kernels, for counting the candidate's `__global__` launches (GPU only)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    return profile(activities=[ProfilerActivity.CUDA])
 
 
 JOBS = {"reference": _job_reference, "candidate": _job_candidate}

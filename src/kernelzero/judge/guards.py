@@ -1,0 +1,306 @@
+"""Static reward-hacking guards: rules on the candidate's source, run in the judge's process before any code runs.
+
+Each rule is `(tree, source, backend) -> (guard, message) | None` and is registered in `core.STATIC_CHECKS`. They are
+defence in depth: process isolation, the input checksum, the launch counter and the replay trials (in `worker`) are
+what stop each family at run time; these rules stop the known shapes early, with feedback a model can act on.
+Policy: a KernelBench-style solution needs torch, triton, `load_inline` and arithmetic. It needs no exception
+handling, threads, reflection or writes to other modules, so those are rejected outright, not judged by intent.
+The runtime guard `no_custom_kernel` and the replay and degenerate-task checks live in `worker` and `core`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+Hit = "tuple[str, str] | None"
+
+THREAD_MODULES = {"threading", "_thread", "multiprocessing", "concurrent", "subprocess", "asyncio", "sched"}
+THREAD_ATTRS = {"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp", "spawnl", "spawnv", "spawnve",
+                "spawnlp", "spawnvp", "execv", "execve", "execl", "execvp", "register_at_fork"}  # fmt: skip
+HARNESS_MODULES = {"kernelzero", "kz_task", "kz_candidate"}
+HARNESS_NAME_RE = re.compile(r"\s*(kernelzero|kz_task|kz_candidate)(\.\w+)*\s*")  # `__import__("kz_task")`
+INTROSPECTION_MODULES = {"gc", "inspect", "ctypes", "importlib", "dis", "traceback", "_ctypes", "cffi", "marshal"}
+INTROSPECTION_NAMES = {"eval", "exec", "compile", "__import__", "globals", "vars", "breakpoint"}
+INTROSPECTION_ATTRS = {"__globals__", "__code__", "__builtins__", "__closure__", "__subclasses__", "__dict__",
+                       "f_back", "f_locals", "f_globals", "f_code", "gi_frame", "tb_frame", "cr_frame",
+                       "_getframe", "_current_frames", "settrace", "setprofile", "gettrace",
+                       "pythonapi", "__setattr__", "__delattr__"}  # fmt: skip
+# The worker's op recorder is a TorchDispatchMode: a candidate that looks for it or pops it can hide library calls.
+DISPATCH_ATTRS = {"_python_dispatch", "_get_current_dispatch_mode", "_DisableTorchDispatch", "_unset_dispatch_mode",
+                  "_pop_torch_dispatch_mode", "_len_torch_dispatch_stack", "_get_dispatch_stack_at",
+                  "_push_on_torch_dispatch_stack", "_ExcludeDispatchKeyGuard",
+                  "_disabled_torch_dispatch_impl"}  # fmt: skip
+STREAM_RE = re.compile(
+    r"cuda\.(Stream|stream|set_stream|ExternalStream)\b|torch\.Stream\b|cudaStreamCreate\w*|getStreamFromPool"
+    r"|getStreamFromExternal|setCurrentCUDAStream|cudaStreamPerThread|cudaStreamNonBlocking|cudaStreamLegacy"
+)
+
+
+def _root(node: ast.AST) -> str | None:
+    """The leftmost name of an attribute/subscript chain (`torch` in `torch.nn.functional.relu[0]`), else None."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _imports(tree: ast.Module) -> list[tuple[str, str]]:
+    """(full module path, bound local name) for every import anywhere in the module (functions included)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                out.append((a.name, a.asname or a.name.split(".")[0]))
+        elif isinstance(node, ast.ImportFrom):
+            mod = "." * node.level + (node.module or "")
+            for a in node.names:
+                out.append((f"{mod}.{a.name}", a.asname or a.name))
+    return out
+
+
+def _imported_names(tree: ast.Module) -> set[str]:
+    """Local names bound by imports, plus plain aliases of them (`f = torch.nn.functional`), to a fixpoint."""
+    names = {local for _, local in _imports(tree)} | {"builtins", "__builtins__"}
+    changed = True
+    while changed:
+        changed = False
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute)):
+                if _root(node.value) in names:
+                    for t in node.targets:
+                        if isinstance(t, ast.Name) and t.id not in names:
+                            names.add(t.id)
+                            changed = True
+    return names
+
+
+def _top(module: str) -> str:
+    return module.lstrip(".").split(".")[0]
+
+
+# ---------------------------------------------------------------------------------------------------------- rules
+def check_try_except(tree: ast.Module, source: str, backend: str) -> Hit:
+    # Stops try/except fallback to the torch op when the kernel fails to build or launch (and swallowed guard errors).
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try | getattr(ast, "TryStar", ast.Try)) and node.handlers:
+            return "static:try_except", (
+                f"line {node.lineno}: try/except is not allowed in a solution (policy: no exception handling at all; a "
+                "fallback path is indistinguishable from a reward hack). Let errors propagate."
+            )
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "suppress"
+            or (isinstance(node, ast.ImportFrom) and node.module == "contextlib")
+        ):
+            return "static:try_except", f"line {node.lineno}: contextlib exception suppression is not allowed"
+    return None
+
+
+def check_reference_call(tree: ast.Module, source: str, backend: str) -> Hit:
+    # Stops ModelNew inheriting from / instantiating the reference `Model` so the reference's forward does the work.
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
+            for base in node.bases:
+                if _dotted(base).split(".")[-1] == "Model":
+                    return "static:reference_call", "ModelNew must not subclass the reference Model"
+        if (
+            isinstance(node, ast.Name)
+            and node.id == "Model"
+            or (isinstance(node, ast.Attribute) and node.attr == "Model")
+        ):
+            return "static:reference_call", f"line {node.lineno}: the solution must not refer to the reference `Model`"
+    return None
+
+
+def check_threads(tree: ast.Module, source: str, backend: str) -> Hit:
+    # Stops work moved to threads/processes the timer does not wait for, and background writers racing the check.
+    for module, _ in _imports(tree):
+        parts = module.lstrip(".").split(".")
+        if (
+            parts[0] in THREAD_MODULES
+            or parts[:2] == ["torch", "multiprocessing"]
+            or (parts[0] == "os" and len(parts) > 1 and parts[1] in THREAD_ATTRS)
+        ):
+            return "static:threads", f"importing {module} is not allowed (no threads, processes or event loops)"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in THREAD_ATTRS and _root(node) == "os":
+            return "static:threads", f"line {node.lineno}: os.{node.attr} is not allowed"
+        if isinstance(node, ast.Attribute) and _dotted(node).startswith("torch.multiprocessing"):
+            return "static:threads", f"line {node.lineno}: torch.multiprocessing is not allowed"
+    return None
+
+
+def check_harness_import(tree: ast.Module, source: str, backend: str) -> Hit:
+    # Stops reaching the judge's own code (its clock, comparison or channel) or the task module from the candidate.
+    for module, _ in _imports(tree):
+        if _top(module) in HARNESS_MODULES:
+            return "static:harness_import", f"importing {module} is not allowed: the solution must not touch the judge"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and HARNESS_NAME_RE.fullmatch(node.value):
+            return "static:harness_import", f"line {node.lineno}: the solution names a judge module"
+    return None
+
+
+def check_monkeypatch(tree: ast.Module, source: str, backend: str) -> Hit:
+    # Stops patching torch/triton/builtins (torch.allclose, F.softmax, Tensor.__eq__, sys.modules) so checks lie.
+    imported = _imported_names(tree)
+    msg = "line {}: writing to {} is not allowed (no changes to torch, triton, builtins or other modules)"
+    for node in ast.walk(tree):
+        targets: list[ast.AST] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = node.targets
+        for t in targets:
+            for sub in ast.walk(t):
+                if isinstance(sub, (ast.Attribute, ast.Subscript)) and _root(sub) in imported:
+                    return "static:monkeypatch", msg.format(node.lineno, ast.unparse(sub))
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and set(node.names) & imported:
+            return "static:monkeypatch", f"line {node.lineno}: rebinding an imported module name is not allowed"
+        if isinstance(node, ast.Call):
+            fn = node.func
+            name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
+            if name in ("setattr", "delattr", "__setattr__", "__delattr__", "__setitem__", "update", "setdefault"):
+                obj = node.args[0] if name in ("setattr", "delattr") and node.args else getattr(fn, "value", None)
+                if name in ("setattr", "delattr") and not (obj is not None and _root(obj) == "self"):
+                    return "static:monkeypatch", f"line {node.lineno}: {name}() on anything but self is not allowed"
+                if name not in ("setattr", "delattr") and obj is not None and _root(obj) in imported:
+                    return "static:monkeypatch", msg.format(node.lineno, ast.unparse(obj))
+    return None
+
+
+def check_introspection(tree: ast.Module, source: str, backend: str) -> Hit:
+    # Stops reading the harness's frames, the garbage collector or raw memory (steal reference outputs, forge clocks).
+    for module, _ in _imports(tree):
+        if _top(module) in INTROSPECTION_MODULES or set(module.split(".")) & DISPATCH_ATTRS:
+            return "static:introspection", f"importing {module} is not allowed (no reflection, frames or raw memory)"
+    imported = _imported_names(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in INTROSPECTION_NAMES | {"__builtins__"}:
+            return "static:introspection", f"line {node.lineno}: `{node.id}` is not allowed"
+        if isinstance(node, ast.Attribute) and node.attr == "modules" and _root(node) == "sys":
+            return "static:introspection", f"line {node.lineno}: sys.modules is not allowed"
+        if isinstance(node, ast.Attribute) and node.attr in DISPATCH_ATTRS:
+            return (
+                "static:introspection",
+                f"line {node.lineno}: `.{node.attr}` (the judge's dispatch mode) is not allowed",
+            )
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in INTROSPECTION_ATTRS
+            and not (node.attr == "__dict__" and _root(node) == "self")
+        ):
+            return "static:introspection", f"line {node.lineno}: `.{node.attr}` is not allowed"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
+            computed = len(node.args) < 2 or not isinstance(node.args[1], ast.Constant)
+            if computed and node.args and _root(node.args[0]) in imported:
+                return "static:introspection", f"line {node.lineno}: getattr with a computed name on a module"
+    return None
+
+
+def check_streams(tree: ast.Module, source: str, backend: str) -> Hit:
+    # Stops work queued on side streams that the timer's events on the current stream never wait for.
+    m = STREAM_RE.search(ast.unparse(tree))  # code and string constants (embedded CUDA), not comments
+    if m:
+        return "static:streams", (
+            f"`{m.group(0)}`: side streams are not allowed; launch on the current stream "
+            "(at::cuda::getCurrentCUDAStream() in C++, the default in Triton and PyTorch)"
+        )
+    return None
+
+
+# Order matters only for which name a multi-hack candidate gets: the most specific rules first.
+STATIC = [check_harness_import, check_reference_call, check_threads, check_streams, check_monkeypatch,
+          check_introspection, check_try_except]  # fmt: skip
+
+
+def run_static(source: str, backend: str = "triton") -> Hit:
+    """All static rules on `source`: the first hit, or None. For tests and tools; the judge calls `STATIC` itself."""
+    tree = ast.parse(source)
+    for check in STATIC:
+        hit = check(tree, source, backend)
+        if hit is not None:
+            return hit
+    return None
+
+
+# ------------------------------------------------------------------------------------ runtime: no_custom_kernel
+CANDIDATE_MODULE = "kz_candidate"
+GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "dot", "vdot", "addbmm", "_scaled_mm",
+            "_int_mm", "einsum", "tensordot", "addr", "outer"}  # fmt: skip
+SOFTMAX_OPS = {"softmax", "_softmax", "log_softmax", "_log_softmax", "_safe_softmax"}
+# Data movement and allocation: never the "main compute" of a task, free for a candidate to call.
+PLUMBING_OPS = {
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
+    "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill", "zero", "copy", "_to_copy", "clone",
+    "contiguous", "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "expand", "expand_as", "permute",
+    "t", "transpose", "unsqueeze", "squeeze", "select", "slice", "detach", "alias", "lift_fresh", "lift_fresh_copy",
+    "unbind", "split", "split_with_sizes", "chunk", "narrow", "flatten", "unflatten", "to", "type_as", "resize",
+    "set", "item", "_local_scalar_dense", "is_nonzero", "equal", "arange", "scalar_tensor", "view_as", "_copy_from",
+    "_copy_from_and_resize", "index", "index_put", "randn", "rand", "randint", "normal", "uniform", "random",
+}  # fmt: skip
+
+
+def op_family(name: str) -> str:
+    """`aten::addmm.out` / `addmm_` -> `gemm`; convolutions -> `conv`; softmaxes -> `softmax`; else the bare op name."""
+    name = name.split("::")[-1].split(".")[0]
+    if name.endswith("_") and not name.endswith("__"):  # in-place variant: relu_ -> relu
+        name = name[:-1]
+    if name in GEMM_OPS:
+        return "gemm"
+    if "conv" in name:
+        return "conv"
+    if name in SOFTMAX_OPS:
+        return "softmax"
+    return name
+
+
+def main_compute(ref_ops: dict[str, int]) -> dict[str, int]:
+    """The reference's main compute op families: its GEMMs/convolutions if it has any, else every non-plumbing op."""
+    fams: dict[str, int] = {}
+    for name, numel in ref_ops.items():
+        fam = op_family(name)
+        if fam not in PLUMBING_OPS:
+            fams[fam] = fams.get(fam, 0) + numel
+    heavy = {f: n for f, n in fams.items() if f in ("gemm", "conv")}
+    return heavy or fams
+
+
+def library_op_violation(ref_ops: dict[str, int], cand_ops: dict[str, int], launches: int | None,
+                         policy: str = "reject") -> str | None:  # fmt: skip
+    """Why the candidate's forward is not its own kernel work, or None. Pure: unit-tested without a worker.
+
+    `ref_ops`/`cand_ops`: aten op name -> elements touched (the largest tensor of each call, summed over the trials).
+    `launches`: kernels defined by the candidate that completed in forward (None: could not be counted here).
+    A candidate that calls one of the reference's main compute ops on at least half the elements the reference
+    does lets the library do the task (a decoy kernel on a 1-element tensor changes nothing); splitting the call into
+    pieces does not help, since elements are summed. `policy="allow_gemm"` lets GEMMs and convolutions through when
+    the candidate also launched a kernel of its own (the epilogue), see `JudgeOptions.library_ops`.
+    """
+    if launches == 0:
+        return (
+            "no kernel defined in the solution was launched in forward (your own CUDA/Triton kernel must do the work)"
+        )
+    cand: dict[str, int] = {}
+    for name, numel in cand_ops.items():
+        fam = op_family(name)
+        cand[fam] = cand.get(fam, 0) + numel
+    for fam, ref_numel in main_compute(ref_ops).items():
+        if policy == "allow_gemm" and fam in ("gemm", "conv") and launches:
+            continue
+        if ref_numel and cand.get(fam, 0) * 2 >= ref_numel:
+            return (f"forward calls the library op the task asks you to replace ({fam}) on the full problem; "
+                    "write that computation in your own kernel")  # fmt: skip
+    return None

@@ -1,0 +1,75 @@
+"""EXPLOIT (family 6b, side stream hidden in C++): the extension creates its own non-blocking CUDA stream and launches
+there; nothing in the Python source mentions streams.
+
+WHAT: `cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)` once, an event so the side stream waits for the inputs,
+the tiled matmul on `s`, return. A non-blocking stream does not even synchronise implicitly with the legacy default
+stream, so the default-stream end event fires at once.
+WHY A NAIVE HARNESS PASSES IT: torch.cuda.synchronize() (cudaDeviceSynchronize) after forward waits for all streams,
+so the values are exact; the CUDA events on the default stream measure nothing.
+EXPECTED: rejected by `side_stream`: a device-wide synchronize brackets each timed call and its wall time is far
+above the event time. A static rule would have to parse the CUDA source for cudaStreamCreate* (possible, but
+stream handles can also come from cudaStreamPerThread or the --default-stream per-thread flag).
+"""
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+EXPECT_STATUS = "rejected"  # guards branch: was "rejected", see EXPECT_ALSO
+EXPECT_GUARD = "static:streams"
+EXPECT_ALSO = [("rejected", "side_stream")]
+FAMILY = "side_stream"
+TASK = "matmul_small"
+BACKEND = "cuda"
+NEEDS_GPU = True
+
+cuda_src = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#define TILE 16
+
+__global__ void matmul_kernel(const float* A, const float* B, float* C, int M, int N, int K) {
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        As[threadIdx.y][threadIdx.x] = (row < M && k0 + threadIdx.x < K) ? A[row * K + k0 + threadIdx.x] : 0.0f;
+        Bs[threadIdx.y][threadIdx.x] = (col < N && k0 + threadIdx.y < K) ? B[(k0 + threadIdx.y) * N + col] : 0.0f;
+        __syncthreads();
+        for (int k = 0; k < TILE; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+        __syncthreads();
+    }
+    if (row < M && col < N) C[row * N + col] = acc;
+}
+
+static cudaStream_t side = nullptr;
+static cudaEvent_t ready = nullptr;
+
+torch::Tensor matmul_cuda(torch::Tensor a, torch::Tensor b) {
+    if (side == nullptr) {
+        cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+        cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
+    }
+    auto A = a.contiguous(), B = b.contiguous();
+    int M = A.size(0), K = A.size(1), N = B.size(1);
+    auto C = torch::empty({M, N}, A.options());
+    cudaEventRecord(ready, at::cuda::getCurrentCUDAStream());  // inputs and C's allocation are ordered before us
+    cudaStreamWaitEvent(side, ready, 0);
+    dim3 block(TILE, TILE), grid((N + TILE - 1) / TILE, (M + TILE - 1) / TILE);
+    matmul_kernel<<<grid, block, 0, side>>>(A.data_ptr<float>(), B.data_ptr<float>(), C.data_ptr<float>(), M, N, K);
+    return C;  // no event back to the current stream: the caller's timer never waits for the kernel
+}
+"""
+cpp_src = "torch::Tensor matmul_cuda(torch::Tensor a, torch::Tensor b);"
+
+ext = load_inline(name="kz_adv_side_stream_cpp", cpp_sources=cpp_src, cuda_sources=cuda_src,
+                  functions=["matmul_cuda"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return ext.matmul_cuda(a, b)

@@ -1,0 +1,39 @@
+"""EXPLOIT (family 12b, output below tolerance): writes zeros on a task whose outputs are all smaller than the atol.
+
+WHAT: the task is tanh(x) * 1e-3: its output is NOT constant (a constant-output check passes the task) but every
+value is below KernelBench's atol of 1e-2, so zeros are "within tolerance" everywhere.
+WHY A NAIVE HARNESS PASSES IT: |ref - 0| <= 1e-3 < atol + rtol*|ref| for every element.
+EXPECTED: rejected by `degenerate`: the judge checks that the reference output is distinguishable from zero (and
+from a constant) at its tolerance, i.e. that `allclose(ref, zeros)` / `allclose(ref, ref.mean())` is False; if it
+is True the task cannot tell right from wrong.
+"""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+EXPECT_STATUS = "incorrect"  # the judge's fp32 atol is 1e-4: zeros miss by 1e-3 (guards branch)
+EXPECT_GUARD = "value"
+EXPECT_ALSO = [("infra_error", "degenerate")]  # what fires at KernelBench's atol of 1e-2
+FAMILY = "degenerate"
+TASK = "tiny_output_small"
+BACKEND = "triton"
+NEEDS_GPU = False
+
+
+@triton.jit
+def zeros_kernel(y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.zeros((BLOCK,), dtype=tl.float32), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale: float = 1e-3):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.empty_like(x)
+        zeros_kernel[(triton.cdiv(y.numel(), 1024),)](y, y.numel(), BLOCK=1024)
+        return y
