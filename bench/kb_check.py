@@ -8,7 +8,7 @@ inputs. The KernelBench files are read in place and never copied into this repos
     KERNELBENCH_DIR=/path/to/KernelBench python bench/kb_check.py [--cap 63] [--workers 2]
 
 Prints one line per solution (task, expected outcome from the solution's docstring, verdict) and exits non-zero if
-any verdict differs from what its docstring says ("Expected: correct." / "Expected: incorrect.").
+any verdict differs from what its docstring says ("Expected: correct." / "incorrect." / "degenerate.").
 """
 
 from __future__ import annotations
@@ -52,9 +52,19 @@ def shrink_source(source: str, cap: int = 63, overrides: dict[str, int] | None =
 
 
 def expected(solution_source: str) -> str:
-    """`correct` or `incorrect`, from the solution's docstring ("Expected: correct.")."""
+    """`correct`, `incorrect` or `degenerate` (a correct solution of a task the judge's canaries flag), from the
+    solution's docstring ("Expected: correct.")."""
     doc = ast.get_docstring(ast.parse(solution_source)) or ""
-    return "incorrect" if "Expected: incorrect" in doc else "correct"
+    return next((w for w in ("incorrect", "degenerate") if f"Expected: {w}" in doc), "correct")
+
+
+def outcome(verdict) -> str:
+    """The verdict in `expected`'s words; any other status is returned as is."""
+    if verdict.correct:
+        return "correct"
+    if verdict.status == "infra_error" and verdict.guard == "degenerate":
+        return "degenerate"
+    return verdict.status
 
 
 def main() -> int:
@@ -83,10 +93,10 @@ def main() -> int:
     bad = 0
     for name, (_, source, _), v in zip(names, requests, verdicts):
         want = expected(source)
-        got = "correct" if v.correct else "incorrect" if v.status == "incorrect" else v.status
+        got = outcome(v)
         bad += got != want
         note = "" if got == want else f"  <-- expected {want}: {v.feedback.splitlines()[0] if v.feedback else ''}"
-        print(f"{name:<40} expected {want:<9} got {v.status:<14}{note}")
+        print(f"{name:<40} expected {want:<10} got {v.status:<12} {v.guard or '':<10}{note}")
     print(f"{len(requests) - bad}/{len(requests)} as expected in {time.monotonic() - start:.0f} s (CPU, interpreter)")
     return 1 if bad else 0
 

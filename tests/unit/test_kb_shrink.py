@@ -42,6 +42,7 @@ def test_module_level_int_sizes_shrink_and_nothing_else_changes():
 def test_expected_outcome_is_read_from_the_solution_docstring():
     assert kb_check.expected('"""DELIBERATELY INCORRECT. Expected: incorrect."""\n') == "incorrect"
     assert kb_check.expected('"""Fused. Expected: correct."""\n') == "correct"
+    assert kb_check.expected('"""Correct code, but Expected: degenerate."""\n') == "degenerate"
 
 
 @pytest.mark.skipif(not os.environ.get("KERNELBENCH_DIR"), reason="needs $KERNELBENCH_DIR (a KernelBench checkout)")
@@ -52,4 +53,4 @@ def test_every_kb_solution_has_a_kernelbench_task_and_states_its_expected_outcom
     assert len(sols) == 12
     assert all((root / s.parent.name / s.name).is_file() for s in sols)
     outcomes = [kb_check.expected(s.read_text()) for s in sols]
-    assert outcomes.count("correct") == 9 and outcomes.count("incorrect") == 3
+    assert outcomes.count("correct") == 8 and outcomes.count("degenerate") == 1 and outcomes.count("incorrect") == 3

@@ -1,4 +1,9 @@
-"""ReLU: max(x, 0) in one elementwise Triton kernel. Expected: correct."""
+"""ReLU: max(x, 0) in one elementwise Triton kernel. Correct code, but Expected: degenerate.
+
+KernelBench draws this task's inputs with torch.rand (all in [0, 1)), where ReLU is the identity: the judge's
+`input` canary passes, so the task cannot tell right from wrong and a passing candidate gets infra_error (guard
+`degenerate`, env["degenerate_task"] = "input"). The eval report lists it and repeats its figures without it.
+"""
 
 import torch
 import triton
