@@ -65,11 +65,26 @@ def _time(fn, args, device: torch.device, warmup: int = 3, trials: int = 10) -> 
     return sum(times) / len(times)
 
 
-def run_naive(task_src: str, cand_src: str, backend: str = "triton", tol: float = 1e-2, seed: int = 42,
-              n_trials: int = 5, cast_output: bool = False) -> dict:
+def run_naive(
+    task_src: str,
+    cand_src: str,
+    backend: str = "triton",
+    tol: float = 1e-2,
+    seed: int = 42,
+    n_trials: int = 5,
+    cast_output: bool = False,
+) -> dict:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    res = {"correct": False, "trials_passed": 0, "error": None, "max_diff": None,
-           "runtime_ms": None, "ref_runtime_ms": None, "speedup": None, "device": device.type}
+    res = {
+        "correct": False,
+        "trials_passed": 0,
+        "error": None,
+        "max_diff": None,
+        "runtime_ms": None,
+        "ref_runtime_ms": None,
+        "speedup": None,
+        "device": device.type,
+    }
     context: dict = {}
     exec(compile(task_src, "<task>", "exec"), context)
     Model, get_inputs, get_init_inputs = context["Model"], context["get_inputs"], context["get_init_inputs"]

@@ -72,8 +72,13 @@ torch::Tensor matmul_scale_cuda(torch::Tensor a, torch::Tensor b, double scale) 
 """
 cpp_src = "torch::Tensor matmul_scale_cuda(torch::Tensor a, torch::Tensor b, double scale);"
 
-ext = load_inline(name="kz_adv_stale_memory_epilogue", cpp_sources=cpp_src, cuda_sources=cuda_src,
-                  functions=["matmul_scale_cuda"], verbose=False)
+ext = load_inline(
+    name="kz_adv_stale_memory_epilogue",
+    cpp_sources=cpp_src,
+    cuda_sources=cuda_src,
+    functions=["matmul_scale_cuda"],
+    verbose=False,
+)
 
 
 class ModelNew(nn.Module):

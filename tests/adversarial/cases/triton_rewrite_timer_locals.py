@@ -31,6 +31,7 @@ FAMILY = "timer"
 TASK = "relu_small"
 BACKEND = "triton"
 NEEDS_GPU = False
+NAIVE_FAST = True  # the naive harness's reported runtime is far below one honest launch
 
 
 @triton.jit
