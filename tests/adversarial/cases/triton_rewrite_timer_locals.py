@@ -10,9 +10,11 @@ WHY A NAIVE HARNESS PASSES IT: the values are exact (honest kernel) and the timi
 a frame that is on the stack while forward runs. On CPU the reported runtime is ~0 although the interpreted kernel
 takes milliseconds. The judge's worker times the same way (events and a wall clock in locals of `time_model`), so
 forging BOTH defeats an event-vs-wall comparison.
-EXPECTED: rejected by `timer`. Catching it needs a clock the candidate's process cannot reach (the parent's wall
-time of the timing stage against the reported total, or a roofline floor: `roofline` is the backstop); a static rule
-on sys._getframe / f_locals / ctypes.pythonapi may reject it first (`static:harness_import`).
+EXPECTED: rejected by `static:harness_import` (sys._getframe / f_locals / ctypes.pythonapi in candidate code):
+the only thing a CPU judge, which does not time, can see. That rule is easy to dodge (inspect.currentframe,
+a traceback's tb_frame, gc.get_referrers), so on a GPU the run-time defence is `timer`: a clock the candidate's
+process cannot reach (the parent's wall time of the timing stage against the reported calls), with `roofline` (a
+call faster than a kernel launch) as the backstop.
 """
 
 import ctypes
@@ -25,8 +27,8 @@ import triton
 import triton.language as tl
 
 EXPECT_STATUS = "rejected"
-EXPECT_GUARD = "timer"
-EXPECT_ALSO = [("rejected", "roofline"), ("rejected", "static:harness_import"), ("rejected", "side_stream")]
+EXPECT_GUARD = "static:harness_import"
+EXPECT_ALSO = [("rejected", "timer"), ("rejected", "roofline"), ("rejected", "side_stream")]
 FAMILY = "timer"
 TASK = "relu_small"
 BACKEND = "triton"
