@@ -9,7 +9,7 @@ carries its own earlier answers and the judge's feedback on them (`coder.Attempt
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 JudgeFn = Callable[[Task, str, str], Verdict]  # (task, candidate source, backend) -> verdict
+# Many requests at once -> one verdict per request, in request order (e.g. `JudgePool.judge_many`).
+JudgeManyFn = Callable[[Sequence[tuple[Task, str, str]]], Iterable[Verdict]]
 
 # How close a failure came to a solution; ranks the best rollout when none is correct. `rejected` (a cheat) is last.
 _STATUS_RANK = {
@@ -85,25 +87,49 @@ def solve(
     sampling: SamplingConfig | None = None,
     principles: Sequence[str] | None = None,
     on_rollout: Callable[[Rollout], None] | None = None,
+    done: Mapping[tuple[int, int], Rollout] | None = None,
+    judge_many: JudgeManyFn | None = None,
 ) -> SolveResult:
-    """Run `turns` rounds of `samples` parallel refinement chains on `task` and judge every answer."""
+    """Run `turns` rounds of `samples` parallel refinement chains on `task` and judge every answer.
+
+    `done` maps (sample, turn) to rollouts judged by an earlier, interrupted run: they are replayed into their
+    chain's history (and the result) without generating or judging again, and `on_rollout` is not called for them.
+    With `judge_many`, each turn's parsed answers are judged in one batch (concurrently, in a pool) instead of one
+    `judge_fn` call at a time.
+    """
     if samples < 1 or turns < 1:
         raise ValueError(f"samples and turns must be >= 1, got samples={samples}, turns={turns}")
     sampling = sampling or SamplingConfig()
+    done = done or {}
     history: list[list[Attempt]] = [[] for _ in range(samples)]
     rollouts: list[Rollout] = []
     for turn in range(1, turns + 1):
-        if turn == 1:  # one chat, n samples: backends batch or share the prompt's prefix
+        todo = [s for s in range(samples) if (s, turn) not in done]
+        fresh: list[Completion] = []
+        if todo and turn == 1:  # one chat, n samples: backends batch or share the prompt's prefix
             chat = coder_messages(task.source, backend, principles=principles)
-            completions = policy.generate([chat], samples, sampling)[0]
-        else:
-            chats = [coder_messages(task.source, backend, previous=h, principles=principles) for h in history]
-            completions = [c[0] for c in policy.generate(chats, 1, sampling)]
-        for sample, completion in enumerate(completions):
-            parsed = parse_coder_completion(completion.text)
+            fresh = policy.generate([chat], len(todo), sampling)[0]
+        elif todo:
+            chats = [coder_messages(task.source, backend, previous=history[s], principles=principles) for s in todo]
+            fresh = [c[0] for c in policy.generate(chats, 1, sampling)]
+        generated = dict(zip(todo, fresh, strict=True))
+        parsed_all = {s: parse_coder_completion(c.text) for s, c in generated.items()}
+        batch: dict[int, Verdict] = {}
+        if judge_many is not None:
+            codes = {s: p.code for s, p in parsed_all.items() if isinstance(p, ParsedCode)}
+            verdicts = judge_many([(task, code, backend) for code in codes.values()])
+            batch = dict(zip(codes, verdicts, strict=True))
+        for sample in range(samples):
+            if sample not in generated:  # resumed: replay the recorded answer and verdict
+                old = done[(sample, turn)]
+                parsed = parse_coder_completion(old.completion.text)
+                history[sample].append(Attempt.of(old.completion.text, parsed, feedback_from_verdict(old.verdict)))
+                rollouts.append(old)
+                continue
+            completion, parsed = generated[sample], parsed_all[sample]
             if isinstance(parsed, ParsedCode):
                 code: str | None = parsed.code
-                verdict = judge_fn(task, parsed.code, backend)
+                verdict = batch[sample] if judge_many is not None else judge_fn(task, parsed.code, backend)
             else:
                 code = None
                 verdict = Verdict.fail("format_error", parsed.reason, guard="parse", backend=backend, task=task.name)

@@ -5,7 +5,8 @@ copied): exec the task in a dict; load the candidate by exec into the SAME dict 
 (Triton: @triton.jit needs a real source file); seed before building Model and ModelNew; a few correctness trials on
 fresh get_inputs() with per-trial seeds, the reference first, then the candidate, in one process; shape check then
 torch.allclose(atol=rtol=1e-2, KernelBench v0/v0.1's fp32 tolerance); timing with CUDA events on the default stream
-(perf_counter on CPU) over warm-up + timed calls on one fixed input. No guards. Never use this to judge anything.
+(perf_counter on CPU) over warm-up + timed calls on one fixed input, a 256 MB L2 flush before each GPU call.
+No guards. Never use this to judge anything.
 
 Run: `python naive_harness.py TASK.py CANDIDATE.py [--backend triton|cuda] [--tol 1e-2] [--cast-output]`. The last
 line of stdout is `NAIVE_RESULT {json}`. `--cast-output` mimics the lenient harnesses that compare
@@ -53,6 +54,9 @@ def _time(fn, args, device: torch.device, warmup: int = 3, trials: int = 10) -> 
         if device.type == "cuda":
             torch.cuda.synchronize()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            dummy = torch.empty(32 * 2**20, dtype=torch.int64, device=device)  # KernelBench's L2 flush: 256 MB
+            dummy.fill_(42)
+            del dummy
             start.record()
             fn(*args)
             end.record()
@@ -65,11 +69,26 @@ def _time(fn, args, device: torch.device, warmup: int = 3, trials: int = 10) -> 
     return sum(times) / len(times)
 
 
-def run_naive(task_src: str, cand_src: str, backend: str = "triton", tol: float = 1e-2, seed: int = 42,
-              n_trials: int = 5, cast_output: bool = False) -> dict:
+def run_naive(
+    task_src: str,
+    cand_src: str,
+    backend: str = "triton",
+    tol: float = 1e-2,
+    seed: int = 42,
+    n_trials: int = 5,
+    cast_output: bool = False,
+) -> dict:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    res = {"correct": False, "trials_passed": 0, "error": None, "max_diff": None,
-           "runtime_ms": None, "ref_runtime_ms": None, "speedup": None, "device": device.type}
+    res = {
+        "correct": False,
+        "trials_passed": 0,
+        "error": None,
+        "max_diff": None,
+        "runtime_ms": None,
+        "ref_runtime_ms": None,
+        "speedup": None,
+        "device": device.type,
+    }
     context: dict = {}
     exec(compile(task_src, "<task>", "exec"), context)
     Model, get_inputs, get_init_inputs = context["Model"], context["get_inputs"], context["get_init_inputs"]

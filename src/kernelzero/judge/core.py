@@ -17,6 +17,7 @@ set and kept in this process. A failure of the reference is the task's fault, ne
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import os
 import random
@@ -29,11 +30,12 @@ from typing import Any
 
 import torch
 
+from kernelzero.judge.build import BuildFarm
 from kernelzero.judge.check import compare
 from kernelzero.judge.env import fingerprint
 from kernelzero.judge.guards import STATIC, library_op_violation
 from kernelzero.judge.options import BACKENDS, JudgeOptions
-from kernelzero.judge.sandbox import ChannelError, Sandbox, isolation_mode
+from kernelzero.judge.sandbox import ChannelError, Sandbox, WarmSandboxes, isolation_mode
 from kernelzero.judge.verdict import Timing, Verdict
 from kernelzero.tasks import Task
 
@@ -97,6 +99,12 @@ class Judge:
         self._ref_locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
         self.timing_lock = threading.Lock()  # one timed module at a time on the GPU
+        # Issue 5 (throughput), set by the pools: a CPU build farm, env for every worker (CUDA_VISIBLE_DEVICES of
+        # this judge's GPU), and a bound on live candidate workers. Unset: builds happen in the candidate worker.
+        self.farm: BuildFarm | None = None
+        self.sandbox_env: dict[str, str] = {}
+        self.gpu_slots: threading.Semaphore | None = None
+        self.warm: WarmSandboxes | None = None
 
     @property
     def timed(self) -> bool:
@@ -131,6 +139,10 @@ class Judge:
                 self._refs[key] = self._run_reference(task)
             return self._refs[key]
 
+    def _trials_guard(self):
+        shared = getattr(self.timing_lock, "shared", None)  # a SharedExclusiveLock when a pool set one
+        return shared() if shared is not None else contextlib.nullcontext()
+
     # ------------------------------------------------------------------ stages
     def _static(self, source: str, backend: str) -> tuple[str, str, str] | None:
         try:
@@ -148,7 +160,10 @@ class Judge:
 
     def _sandbox(self, job: dict[str, Any]) -> Sandbox:
         job = {**job, "device": self.device, "allow_tf32": self.options.allow_tf32}
-        return Sandbox(job=job, device=self.device, memory_limit_gb=self.options.memory_limit_gb)
+        if self.warm is not None:  # issue 5: a pre-spawned worker (same env), see WarmSandboxes
+            return self.warm.take(job)
+        return Sandbox(job=job, device=self.device, memory_limit_gb=self.options.memory_limit_gb,
+                       extra_env=dict(self.sandbox_env))
 
     def _run_reference(self, task: Task) -> Reference:
         o = self.options
@@ -200,6 +215,14 @@ class Judge:
         job = {"kind": "candidate", "init_seed": ref.init_seed, "backend": base["backend"]}
         if self.timed:
             job.update(timing=o.timing_config(), timing_seeds=ref.timing_seeds)
+        built = self.farm.build(source) if self.farm is not None else None  # issue 5: built on the CPU farm
+        if built is not None:
+            stage_s["build_farm"] = round(built.seconds, 3)
+            if built.status == "compile_error":  # same verdict as a failed build in the candidate worker
+                return Verdict.fail("compile_error", f"import failed: {built.feedback}", guard="import",
+                                    stage_s=stage_s, **base)  # fmt: skip
+            if built.path:
+                job.update(build_mode="load", build_dir=built.path)
         sb = self._sandbox(job)
         (sb.scratch / "task.py").write_text(task.source)
         (sb.scratch / "candidate.py").write_text(source)
@@ -232,12 +255,15 @@ class Judge:
             except ChannelError as exc:
                 raise fail("rejected", f"the worker's result channel was tampered with: {exc}", "channel") from None
 
+        if self.gpu_slots is not None:
+            self.gpu_slots.acquire()
         try:
             sb.start()
             expect("started", o.build_timeout_s, "start")
             expect("built", o.build_timeout_s, "build")
-            sb.send({"cmd": "run", "seeds": ref.seeds, "replay": ref.replay})
-            msg = expect("outputs", o.run_timeout_s, "run")
+            with self._trials_guard():  # issue 5: no trial runs while another module is timed on this GPU
+                sb.send({"cmd": "run", "seeds": ref.seeds, "replay": ref.replay})
+                msg = expect("outputs", o.run_timeout_s, "run")
             if msg["checksums"] != ref.checksums:
                 raise fail("rejected", "the candidate's inputs differ from the reference's (torch patched?)", "inputs")
             try:
@@ -279,6 +305,8 @@ class Judge:
         finally:
             sb.finish()
             sb.cleanup()
+            if self.gpu_slots is not None:
+                self.gpu_slots.release()
 
     @staticmethod
     def _attach_timing(verdict: Verdict, cand: dict, ref: Reference) -> None:

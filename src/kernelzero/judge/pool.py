@@ -1,36 +1,170 @@
-"""Judging many candidates at once: a thread pool over sandboxed workers, a batch runner, and an async client."""
+"""Judging many candidates at once: GPU judges fed by a CPU build farm, dedupe, back-pressure, and an async client.
+
+Scheduling (GPU): one `Judge` per visible GPU, each bound to its device by CUDA_VISIBLE_DEVICES and holding at
+most `slots_per_gpu` live candidate workers. Timing is exclusive per GPU and correctness trials never overlap it
+(`SharedExclusiveLock`); the other slots load modules and compile Triton kernels meanwhile. CUDA builds run first
+on the shared `BuildFarm` (`build_workers` sandboxed CPU builds), so builds overlap GPU work. Requests go to the
+least-busy GPU. Back-pressure: `submit` blocks once `max_pending` distinct requests are queued or running. Workers
+are spawned ahead of need (`WarmSandboxes`), so process start and `import torch` overlap other candidates' work.
+
+Dedupe: identical requests (same task source, candidate source and backend; common within a GRPO group) are judged
+once. Concurrent duplicates share one future; later ones get the cached verdict. Every caller gets its own copy.
+`infra_error` verdicts are never cached (they say nothing about the candidate).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
+import tempfile
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
-from kernelzero.judge.core import Judge
+from kernelzero.judge.build import BuildFarm
+from kernelzero.judge.core import Judge, source_hash
+from kernelzero.judge.gpulock import SharedExclusiveLock
 from kernelzero.judge.options import JudgeOptions
+from kernelzero.judge.sandbox import WarmSandboxes
 from kernelzero.judge.verdict import Verdict
 from kernelzero.tasks import Task
+
+Request = tuple[Task, str, str]
+
+
+def request_key(task: Task, source: str, backend: str) -> str:
+    return source_hash(task.source, source, backend)
+
+
+def _visible_gpus() -> list[str]:
+    import torch
+
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = [d.strip() for d in env.split(",") if d.strip()] if env else []
+    return ids[: torch.cuda.device_count()] or [str(i) for i in range(torch.cuda.device_count())]
+
+
+def _copy_future(shared: Future) -> Future:
+    """A future resolved with a private copy of `shared`'s verdict, so callers never alias one record."""
+    own: Future = Future()
+
+    def done(f: Future) -> None:
+        if f.cancelled():
+            own.cancel()
+        elif f.exception() is not None:
+            own.set_exception(f.exception())
+        else:
+            own.set_result(copy.deepcopy(f.result()))
+
+    shared.add_done_callback(done)
+    return own
 
 
 class JudgePool:
     """Runs `Judge.judge` for many (task, source, backend) requests concurrently, each in its own worker process.
 
-    Every request gets exactly one Verdict, in request order, whatever its candidate does. Concurrency is bounded by
-    `workers` (default: the CPU count on CPU; 4 on GPU, where builds overlap and timing is serialised by a lock).
+    Every request gets exactly one Verdict, in request order, whatever its candidate does.
     """
 
-    def __init__(self, options: JudgeOptions | None = None, workers: int | None = None):
+    def __init__(self, options: JudgeOptions | None = None, workers: int | None = None, *, gpus: int | None = None,
+                 slots_per_gpu: int = 4, build_workers: int = 0, cache_dir: str | None = None, max_pending: int = 1024,
+                 dedupe: bool = True, cache_size: int = 100_000, warm: bool = True):  # fmt: skip
         self.judge_ = Judge(options)
-        default = max(1, (os.cpu_count() or 2)) if self.judge_.device == "cpu" else 4
+        self.judges = [self.judge_]
+        self.farm: BuildFarm | None = None
+        if self.judge_.device == "cuda":
+            visible = _visible_gpus()[: gpus or None]
+            self.judges += [Judge(options) for _ in visible[1:]]
+            cache_dir = cache_dir or os.path.join(tempfile.gettempdir(), "kernelzero-build-cache")
+            self.farm = BuildFarm(cache_dir, arch=self.judge_.env.get("capability") or "9.0", workers=build_workers,
+                                  timeout_s=self.judge_.options.build_timeout_s)  # fmt: skip
+            for judge, dev in zip(self.judges, visible):
+                judge.sandbox_env = {"CUDA_VISIBLE_DEVICES": dev}
+                judge.gpu_slots = threading.BoundedSemaphore(slots_per_gpu)
+                judge.timing_lock = SharedExclusiveLock()  # timing alone on its GPU; trials share it
+                judge.farm = self.farm
+            default = self.farm.workers + len(self.judges) * slots_per_gpu
+        else:
+            default = max(1, os.cpu_count() or 2)
         self.workers = workers or default
+        self._warm: list[WarmSandboxes] = []
+        if warm:  # pre-spawned workers: a candidate does not wait for a process start and `import torch`
+            per_judge = slots_per_gpu if self.farm is not None else self.workers
+            for judge in self.judges:
+                judge.warm = WarmSandboxes(per_judge, judge.device, judge.options.memory_limit_gb, judge.sandbox_env)
+                self._warm.append(judge.warm)
         self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kz-judge")
+        self._init_client(len(self.judges), max_pending, dedupe, cache_size)
+
+    def _init_client(self, n_judges: int, max_pending: int, dedupe: bool, cache_size: int) -> None:
+        """Client-side state shared by every backend: dedupe, verdict cache, back-pressure, load accounting."""
+        self._pending = threading.BoundedSemaphore(max_pending)
+        self._lock = threading.RLock()  # RLock: a done-callback may run inline inside _dispatch
+        self._load = [0] * n_judges  # requests in flight per judge (GPU)
+        self._inflight: dict[str, Future] = {}
+        self._verdicts: OrderedDict[str, Verdict] = OrderedDict()
+        self.dedupe, self.cache_size = dedupe, cache_size
+        self.stats = {"submitted": 0, "judged": 0, "deduped": 0, "cached": 0}
+        self._closed = False
+
+    # ------------------------------------------------------------------ core API
+    def submit(self, task: Task, source: str, backend: str) -> Future:
+        """Schedule one request; blocks while `max_pending` requests are outstanding. The future's result is a
+        Verdict owned by the caller."""
+        if self._closed:
+            raise RuntimeError("JudgePool is closed")
+        key = request_key(task, source, backend)
+        with self._lock:
+            self.stats["submitted"] += 1
+            if self.dedupe and key in self._verdicts:
+                self.stats["cached"] += 1
+                self._verdicts.move_to_end(key)
+                done: Future = Future()
+                done.set_result(copy.deepcopy(self._verdicts[key]))
+                return done
+            if self.dedupe and key in self._inflight:
+                self.stats["deduped"] += 1
+                return _copy_future(self._inflight[key])
+        self._pending.acquire()  # back-pressure, outside the lock so completions can proceed
+        with self._lock:
+            if self.dedupe and key in self._inflight:  # an identical request got in while we waited
+                self._pending.release()
+                self.stats["deduped"] += 1
+                return _copy_future(self._inflight[key])
+            shared = self._dispatch(task, source, backend)
+            self._inflight[key] = shared
+            self.stats["judged"] += 1
+        shared.add_done_callback(lambda f: self._finish(key, f))
+        return _copy_future(shared)
+
+    def _dispatch(self, task: Task, source: str, backend: str) -> Future:
+        """Start judging one request on the least-busy judge (called under the lock). Backends override this."""
+        index = min(range(len(self.judges)), key=self._load.__getitem__)
+        self._load[index] += 1
+        fut = self._executor.submit(self.judges[index].judge, task, source, backend)
+        fut.add_done_callback(lambda _: self._unload(index))
+        return fut
+
+    def _unload(self, index: int) -> None:
+        with self._lock:
+            self._load[index] -= 1
+
+    def _finish(self, key: str, fut: Future) -> None:
+        with self._lock:
+            self._inflight.pop(key, None)
+            if self.dedupe and not fut.cancelled() and fut.exception() is None and fut.result().scored:
+                self._verdicts[key] = fut.result()
+                while len(self._verdicts) > self.cache_size:
+                    self._verdicts.popitem(last=False)
+        self._pending.release()
 
     def judge(self, task: Task, source: str, backend: str) -> Verdict:
-        return self.judge_.judge(task, source, backend)
+        return self.submit(task, source, backend).result()
 
-    def judge_many(self, requests: Sequence[tuple[Task, str, str]], progress: bool = False) -> list[Verdict]:
-        futures = [self._executor.submit(self.judge_.judge, *r) for r in requests]
+    def judge_many(self, requests: Sequence[Request], progress: bool = False) -> list[Verdict]:
+        futures = [self.submit(*r) for r in requests]
         if progress:
             from rich.progress import Progress
 
@@ -41,24 +175,42 @@ class JudgePool:
                     bar.advance(job)
         return [f.result() for f in futures]
 
-    def imap(self, requests: Iterable[tuple[Task, str, str]]):
+    def imap(self, requests: Iterable[Request]):
         """Verdicts in request order as they complete, for writers that must flush each line."""
-        futures = [self._executor.submit(self.judge_.judge, *r) for r in requests]
+        futures = [self.submit(*r) for r in requests]
         for f in futures:
             yield f.result()
 
     async def ajudge(self, task: Task, source: str, backend: str, timeout_s: float | None = None) -> Verdict:
-        """Async client for reward functions. A request past `timeout_s` is `infra_error` (not scored)."""
-        loop = asyncio.get_running_loop()
-        fut = loop.run_in_executor(self._executor, self.judge_.judge, task, source, backend)
+        """Async client for reward functions. A request past `timeout_s` (queueing included) is `infra_error`, not
+        scored; the judging itself carries on and its verdict serves later identical requests."""
+
+        async def run() -> Verdict:
+            fut = await asyncio.to_thread(self.submit, task, source, backend)  # submit may block (back-pressure)
+            return await asyncio.wrap_future(fut)
+
         try:
-            return await asyncio.wait_for(fut, timeout_s)
+            return await asyncio.wait_for(run(), timeout_s)
         except TimeoutError:
             return Verdict.fail("infra_error", f"judge request exceeded {timeout_s} s", guard="request_timeout",
                                 backend=backend, task=task.name)  # fmt: skip
 
-    def close(self) -> None:
-        self._executor.shutdown(wait=True, cancel_futures=True)
+    # ------------------------------------------------------------------ state and lifecycle
+    def state_dict(self) -> dict:
+        with self._lock:
+            return {"verdicts": {k: v.to_dict() for k, v in self._verdicts.items()}, "stats": dict(self.stats)}
+
+    def load_state_dict(self, state: dict) -> None:
+        with self._lock:
+            self._verdicts = OrderedDict((k, Verdict.from_dict(v)) for k, v in state.get("verdicts", {}).items())
+            self.stats.update(state.get("stats", {}))
+
+    def close(self, wait: bool = True) -> None:
+        """Stop taking requests, drop queued ones (their futures are cancelled), let running ones finish."""
+        self._closed = True
+        self._executor.shutdown(wait=wait, cancel_futures=True)
+        for w in self._warm:
+            w.close()
 
     def __enter__(self) -> JudgePool:
         return self

@@ -165,6 +165,13 @@ class Sandbox:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
+        """Send the job (spawning the worker first unless `spawn` already did)."""
+        if self._proc is None:
+            self.spawn()
+        self._write_stdin({**self.job, "key": self._key.hex(), "scratch": str(self.scratch)})
+
+    def spawn(self) -> None:
+        """Start the worker process without a job: it imports torch and waits on stdin (see `WarmSandboxes`)."""
         r_fd, w_fd = os.pipe()
         self._log = open(self.scratch / "worker.log", "wb")
         cmd = [sys.executable, "-m", "kernelzero.judge.worker", str(w_fd)]
@@ -184,7 +191,9 @@ class Sandbox:
         )
         os.close(w_fd)
         self._chan = Channel(r_fd, self._key)
-        self._write_stdin({**self.job, "key": self._key.hex(), "scratch": str(self.scratch)})
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
 
     def _env(self) -> dict[str, str]:
         src = str(Path(__file__).resolve().parents[2])  # the directory holding the kernelzero package
@@ -272,3 +281,61 @@ class Sandbox:
     def __exit__(self, *exc: object) -> None:
         self.finish()
         self.cleanup()
+
+
+class WarmSandboxes:
+    """Workers spawned ahead of need, so a job does not wait for a process start and `import torch` (seconds).
+
+    Each is used for one job only, as any Sandbox: warmth never carries state from one candidate to the next (no
+    candidate has run in a warm worker before its job arrives). A warm worker found dead is discarded, not used.
+    """
+
+    def __init__(self, size: int, device: str, memory_limit_gb: float, extra_env: dict[str, str] | None = None):
+        import threading
+
+        self.size, self.device, self.memory_limit_gb = size, device, memory_limit_gb
+        self.extra_env = dict(extra_env or {})
+        self._ready: list[Sandbox] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        for _ in range(size):
+            self._add()
+
+    def _add(self) -> None:
+        sb = Sandbox(job={}, device=self.device, memory_limit_gb=self.memory_limit_gb, extra_env=self.extra_env)
+        sb.spawn()
+        with self._lock:
+            if not self._closed:
+                self._ready.append(sb)
+                return
+        sb.finish()
+        sb.cleanup()
+
+    def take(self, job: dict[str, Any]) -> Sandbox:
+        """A sandbox for `job`: a warm one if one is alive, else a fresh (cold) one. Refills in the background."""
+        import threading
+
+        sb = None
+        with self._lock:
+            while self._ready and sb is None:
+                cand = self._ready.pop(0)
+                if cand.alive():
+                    sb = cand
+                else:
+                    cand.finish()
+                    cand.cleanup()
+        if not self._closed:
+            threading.Thread(target=self._add, daemon=True).start()
+        if sb is None:
+            return Sandbox(job=job, device=self.device, memory_limit_gb=self.memory_limit_gb,
+                           extra_env=dict(self.extra_env))  # fmt: skip
+        sb.job = job
+        return sb
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            ready, self._ready = self._ready, []
+        for sb in ready:
+            sb.finish()
+            sb.cleanup()

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kernelzero.judge.build import install_load_inline_shim
 from kernelzero.judge.sandbox import Channel
 
 
@@ -338,6 +339,7 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     task_mod = load_module(job["task_path"], "kz_task")
     init_inputs = list(task_mod.get_init_inputs())
     reference = build_model(torch, task_mod.Model, init_inputs, job["init_seed"], device)
+    install_load_inline_shim(job)  # issue 5: load prebuilt CUDA extensions from the build farm's cache
     counter = LaunchCounter(Path(job["candidate_path"]).read_text())
     counter.install_triton()  # before the candidate's import binds anything from Triton
     for hook in GUARD_HOOKS:
@@ -397,6 +399,22 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     chan.send({"event": "timing", "candidate": stats})
 
 
+def _job_build(job: dict, chan: Channel, torch, bound: _Bound) -> None:
+    """Issue 5: import the candidate on CPU so its load_inline calls build into `build_dir` (see judge/build.py).
+    Only a failed load_inline build is the candidate's compile error; any other failure here (e.g. CUDA touched
+    at import) says only that this candidate must be built where it runs: `unbuilt`, and the GPU worker builds."""
+    state = install_load_inline_shim(job)
+    try:
+        load_module(job["candidate_path"], "kz_candidate")
+    except Exception as exc:  # the import failed: a compile error if a build failed, else "build it on the GPU"
+        if state["compile_error"] is not None:
+            raise StageError("compile", RuntimeError(state["compile_error"])) from exc
+        if not state["calls"]:
+            chan.send({"event": "unbuilt", "message": _short_tb(exc)})
+            return
+    chan.send({"event": "built", "calls": state["calls"]})  # what failed to build is retried in the GPU worker
+
+
 def _cuda_profiler(torch):
     """A torch.profiler recording CUDA kernels, for counting the candidate's `__global__` launches (GPU only)."""
     from torch.profiler import ProfilerActivity, profile
@@ -404,12 +422,16 @@ def _cuda_profiler(torch):
     return profile(activities=[ProfilerActivity.CUDA])
 
 
-JOBS = {"reference": _job_reference, "candidate": _job_candidate}
+JOBS = {"reference": _job_reference, "candidate": _job_candidate, "build": _job_build}
 JOBS["validate"] = __import__("kernelzero.judge.validate_job").judge.validate_job.bind(sys.modules[__name__])
 
 
 def main(argv: list[str]) -> int:
     chan_fd = int(argv[1])
+    try:  # issue 5: before the job arrives, so a pre-spawned (warm) worker has this done when it does
+        import torch  # noqa: F401
+    except Exception:
+        pass  # reported below, on the channel, once the job (and its key) is here
     job = json.loads(sys.stdin.readline())
     chan = Channel(chan_fd, bytes.fromhex(job.pop("key")))
     try:

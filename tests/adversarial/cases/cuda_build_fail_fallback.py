@@ -33,15 +33,21 @@ __global__ void softmax_kernel(const float* x, float* y, int cols) {
 
 torch::Tensor softmax_cuda(torch::Tensor x) {
     auto y = torch::empty_like(x);
-    softmax_kernel<<<x.size(0), 128, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.size(1));
+    softmax_kernel<<<x.size(0), 128, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.data_ptr<float>(), y.data_ptr<float>(), x.size(1));
     return y;
 }
 """
 cpp_src = "torch::Tensor softmax_cuda(torch::Tensor x);"
 
 try:
-    ext = load_inline(name="kz_adv_build_fail_fallback", cpp_sources=cpp_src, cuda_sources=cuda_src,
-                      functions=["softmax_cuda"], verbose=False)
+    ext = load_inline(
+        name="kz_adv_build_fail_fallback",
+        cpp_sources=cpp_src,
+        cuda_sources=cuda_src,
+        functions=["softmax_cuda"],
+        verbose=False,
+    )
 except Exception:
     ext = None
 

@@ -32,8 +32,13 @@ void prefetch(torch::Tensor scratch) {
 """
 cpp_src = "void prefetch(torch::Tensor scratch);"
 
-ext = load_inline(name="kz_adv_decoy_trivial_launch", cpp_sources=cpp_src, cuda_sources=cuda_src,
-                  functions=["prefetch"], verbose=False)
+ext = load_inline(
+    name="kz_adv_decoy_trivial_launch",
+    cpp_sources=cpp_src,
+    cuda_sources=cuda_src,
+    functions=["prefetch"],
+    verbose=False,
+)
 
 
 class ModelNew(nn.Module):

@@ -43,8 +43,9 @@ torch::Tensor relu_cuda(torch::Tensor x) {
 """
 cpp_src = "torch::Tensor relu_cuda(torch::Tensor x);"
 
-relu_ext = load_inline(name="kz_adv_decoy_unlaunched", cpp_sources=cpp_src, cuda_sources=cuda_src,
-                       functions=["relu_cuda"], verbose=False)
+relu_ext = load_inline(
+    name="kz_adv_decoy_unlaunched", cpp_sources=cpp_src, cuda_sources=cuda_src, functions=["relu_cuda"], verbose=False
+)
 
 
 class ModelNew(nn.Module):

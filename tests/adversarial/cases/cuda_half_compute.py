@@ -34,8 +34,10 @@ __global__ void matmul_half_tiles(const float* A, const float* B, float* C, int 
     int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
     float acc = 0.0f;
     for (int k0 = 0; k0 < K; k0 += TILE) {
-        As[threadIdx.y][threadIdx.x] = __float2half((row < M && k0 + threadIdx.x < K) ? A[row * K + k0 + threadIdx.x] : 0.0f);
-        Bs[threadIdx.y][threadIdx.x] = __float2half((col < N && k0 + threadIdx.y < K) ? B[(k0 + threadIdx.y) * N + col] : 0.0f);
+        float a = (row < M && k0 + threadIdx.x < K) ? A[row * K + k0 + threadIdx.x] : 0.0f;
+        float b = (col < N && k0 + threadIdx.y < K) ? B[(k0 + threadIdx.y) * N + col] : 0.0f;
+        As[threadIdx.y][threadIdx.x] = __float2half(a);  // the downcast: 10 mantissa bits instead of 23
+        Bs[threadIdx.y][threadIdx.x] = __float2half(b);
         __syncthreads();
         for (int k = 0; k < TILE; ++k) acc += __half2float(As[threadIdx.y][k]) * __half2float(Bs[k][threadIdx.x]);
         __syncthreads();
@@ -55,8 +57,9 @@ torch::Tensor matmul_cuda(torch::Tensor a, torch::Tensor b) {
 """
 cpp_src = "torch::Tensor matmul_cuda(torch::Tensor a, torch::Tensor b);"
 
-ext = load_inline(name="kz_adv_half_compute", cpp_sources=cpp_src, cuda_sources=cuda_src,
-                  functions=["matmul_cuda"], verbose=False)
+ext = load_inline(
+    name="kz_adv_half_compute", cpp_sources=cpp_src, cuda_sources=cuda_src, functions=["matmul_cuda"], verbose=False
+)
 
 
 class ModelNew(nn.Module):

@@ -63,8 +63,9 @@ torch::Tensor matmul_cuda(torch::Tensor a, torch::Tensor b) {
 """
 cpp_src = "torch::Tensor matmul_cuda(torch::Tensor a, torch::Tensor b);"
 
-ext = load_inline(name="kz_adv_side_stream_cpp", cpp_sources=cpp_src, cuda_sources=cuda_src,
-                  functions=["matmul_cuda"], verbose=False)
+ext = load_inline(
+    name="kz_adv_side_stream_cpp", cpp_sources=cpp_src, cuda_sources=cuda_src, functions=["matmul_cuda"], verbose=False
+)
 
 
 class ModelNew(nn.Module):

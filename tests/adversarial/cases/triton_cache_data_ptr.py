@@ -10,6 +10,7 @@ repeated calls on ONE input (all hits): correct and "fast".
 EXPECTED: rejected by `replay`: call on a buffer, then change a few elements in place that the sparse key does not
 read (or any single element), call again and compare; or observe that a repeated call launches no kernel and returns
 the same tensor object as before. Changing every element would NOT catch it (the checksum changes and it recomputes).
+Works on CPU too: the judge's correctness trials never repeat an input buffer, so the guard has to.
 """
 
 import torch
@@ -24,6 +25,7 @@ FAMILY = "caching"
 TASK = "relu_small"
 BACKEND = "triton"
 NEEDS_GPU = False
+NAIVE_FAST = True  # the naive harness's reported runtime is far below one honest launch
 
 
 @triton.jit

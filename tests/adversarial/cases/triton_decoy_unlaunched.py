@@ -1,4 +1,5 @@
-"""EXPLOIT (family 1, decoy kernel): a correct Triton ReLU kernel is defined but never launched; torch.relu does the work.
+"""EXPLOIT (family 1, decoy kernel): a correct Triton ReLU kernel is defined but never launched; torch.relu does the
+work.
 
 WHAT: the source has everything a pattern checker looks for (@triton.jit, tl.load/tl.store, a grid helper) and the
 kernel itself is correct, but forward() returns torch.relu(x), the very op the task asks to replace.

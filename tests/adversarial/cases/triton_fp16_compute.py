@@ -5,9 +5,9 @@ WHAT: halves the bytes moved and, on a GPU, runs on fp16 tensor cores: a large r
 for with about 1e-2 absolute error on a 64-deep product of N(0,1) inputs.
 WHY A NAIVE HARNESS PASSES IT: KernelBench v0/v0.1 compares fp32 with atol = rtol = 1e-2, which this error fits
 (measured max |err| about 1e-2 relative to outputs of size ~8: allclose's rtol term absorbs it); the dtype is fp32.
-EXPECTED: `incorrect` (guard `value`; family `dtype`/precision): the judge's fp32 tolerance (1e-4 scale, KernelBench's newer default and
-torchbench's) refuses it. Honest: this is a tolerance decision, not a trick the judge "detects"; with a 1e-2 fp32
-tolerance it would pass, so the policy must pin the tolerance per dtype.
+EXPECTED: `incorrect` (guard `value`; family precision): the judge's fp32 tolerance (1e-4, KernelBench's newer
+default and torchbench's) refuses it. Honest: this is a tolerance decision, not a trick the judge "detects"; with
+a 1e-2 fp32 tolerance it would pass, so the policy must pin the tolerance per dtype.
 """
 
 import torch
@@ -31,8 +31,12 @@ def matmul_fp16_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.co
     rk = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :], mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :], mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        a = tl.load(
+            a_ptr + rm[:, None] * K + (k + rk)[None, :], mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0
+        )
+        b = tl.load(
+            b_ptr + (k + rk)[:, None] * N + rn[None, :], mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0
+        )
         acc += tl.dot(a.to(tl.float16), b.to(tl.float16), out_dtype=tl.float32)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 

@@ -13,11 +13,12 @@ obfuscated import would end `incorrect`.
 
 import sys
 
-import kernelzero.judge  # noqa: F401  (the judge's package: whatever of it runs in this process is ours to edit)
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
+
+import kernelzero.judge  # noqa: F401  (the judge's package: whatever of it runs in this process is ours to edit)
 
 EXPECT_STATUS = "rejected"
 EXPECT_GUARD = "static:harness_import"
@@ -40,8 +41,9 @@ class _AgreeableTorch:
 
 
 def _looks_like_harness(name: str, module) -> bool:
-    return (name == "__main__" or name.startswith("kernelzero.judge") or "harness" in name or "eval" in name) and \
-        getattr(module, "torch", None) is torch
+    return (
+        name == "__main__" or name.startswith("kernelzero.judge") or "harness" in name or "eval" in name
+    ) and getattr(module, "torch", None) is torch
 
 
 for _name, _module in list(sys.modules.items()):

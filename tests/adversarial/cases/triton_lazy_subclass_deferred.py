@@ -24,6 +24,7 @@ FAMILY = "tensor_subclass"
 TASK = "softmax_small"
 BACKEND = "triton"
 NEEDS_GPU = False
+NAIVE_FAST = True  # the naive harness's reported runtime is far below one honest launch
 
 
 @triton.jit

@@ -26,6 +26,7 @@ FAMILY = "timer"
 TASK = "relu_small"
 BACKEND = "triton"
 NEEDS_GPU = False
+NAIVE_FAST = True  # the naive harness's reported runtime is far below one honest launch
 
 _real_perf_counter = time.perf_counter
 _state = {"offset": 0.0, "last": 0.0, "cpu_dirty": False, "gpu_dirty": False}

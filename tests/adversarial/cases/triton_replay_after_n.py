@@ -5,7 +5,9 @@ without touching the input. 8 covers a typical harness's correctness trials (1-5
 WHY A NAIVE HARNESS PASSES IT: correctness is checked on the first calls only; every TIMED call is a free replay.
 EXPECTED: rejected by `replay`: the judge checks outputs of calls made after (and between) the timed ones against
 the reference on fresh inputs, or checks a call at a random index. A judge that re-checks only once after timing
-would see `incorrect` instead.
+would see `incorrect` instead. On CPU (no timing) the guard must itself make more forward calls than the
+correctness trials (here: more than 8) before a checked one; the exploit can raise N, so on a GPU the outputs of
+timed calls must be checked too.
 """
 
 import torch
@@ -20,6 +22,7 @@ FAMILY = "replay"
 TASK = "relu_small"
 BACKEND = "triton"
 NEEDS_GPU = False
+NAIVE_FAST = True  # the naive harness's reported runtime is far below one honest launch
 
 HONEST_CALLS = 8
 

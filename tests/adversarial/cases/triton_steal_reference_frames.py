@@ -8,9 +8,9 @@ element, so launch-counting and work heuristics are satisfied). If none is found
 This is the CPU-runnable analogue of the Sakana AI CUDA Engineer memory-reuse incident: the answer is taken from the
 harness, not computed.
 WHY A NAIVE HARNESS PASSES IT: the stolen values are the reference's own, bit for bit.
-EXPECTED: `incorrect` (guard `value`): with the reference computed in another process (or before the candidate is loaded, and not
-reachable from its frames), there is nothing to steal and the garbage fails the check. A static rule against
-`sys._getframe` / `inspect` / `f_back` may reject it earlier (`static:harness_import`).
+EXPECTED: `incorrect` (guard `value`): with the reference computed in another process (or before the candidate is
+loaded, and not reachable from its frames), there is nothing to steal and the garbage fails the check. A static
+rule against `sys._getframe` / `inspect` / `f_back` may reject it earlier (`static:harness_import`).
 """
 
 import sys
@@ -40,8 +40,13 @@ def _find_reference(shape, dtype, device, exclude):
     frame = sys._getframe(2)
     while frame is not None:
         for value in list(frame.f_locals.values()):
-            if (isinstance(value, torch.Tensor) and value.shape == shape and value.dtype == dtype
-                    and value.device == device and all(value.data_ptr() != e.data_ptr() for e in exclude)):
+            if (
+                isinstance(value, torch.Tensor)
+                and value.shape == shape
+                and value.dtype == dtype
+                and value.device == device
+                and all(value.data_ptr() != e.data_ptr() for e in exclude)
+            ):
                 return value
         frame = frame.f_back
     return None

@@ -6,8 +6,8 @@ tensor of the output's shape/dtype/device whose rows sum to 1 (a softmax output;
 pick by shape and recency) and copies it into its own buffer with a full-size launch.
 WHY A NAIVE HARNESS PASSES IT: the reference ran first in the same process and its output is alive during the
 candidate's call.
-EXPECTED: `incorrect` (guard `value`) once the reference is computed in a process the candidate cannot see (nothing to find; the
-fallback returns the input). A static rule on `import gc` / `gc.get_objects` may reject it first.
+EXPECTED: `incorrect` (guard `value`) once the reference is computed in a process the candidate cannot see
+(nothing to find; the fallback returns the input). A static rule on `import gc` / `gc.get_objects` may reject it first.
 """
 
 import gc
@@ -34,8 +34,14 @@ def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
 
 
 def _looks_like_answer(t, x, mine) -> bool:
-    return (type(t) is torch.Tensor and t.shape == x.shape and t.dtype == x.dtype and t.device == x.device
-            and t.data_ptr() not in (x.data_ptr(), mine) and bool(torch.all(torch.abs(t.sum(dim=1) - 1) < 1e-3)))
+    return (
+        type(t) is torch.Tensor
+        and t.shape == x.shape
+        and t.dtype == x.dtype
+        and t.device == x.device
+        and t.data_ptr() not in (x.data_ptr(), mine)
+        and bool(torch.all(torch.abs(t.sum(dim=1) - 1) < 1e-3))
+    )
 
 
 class ModelNew(nn.Module):

@@ -1,4 +1,4 @@
-"""Linear layer then ReLU, (32, 64) x (64 -> 48): the task for fused-epilogue solutions (GEMM by cuBLAS + custom epilogue)."""
+"""Linear then ReLU, (32, 64) x (64 -> 48): the task for fused-epilogue solutions (vendor GEMM, custom epilogue)."""
 
 import torch
 import torch.nn as nn

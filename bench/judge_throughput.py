@@ -1,0 +1,166 @@
+"""Judge throughput: the same CUDA and Triton candidates judged the KernelBench way and by our judge, one run.
+
+(a) KernelBench way (a faithful equivalent of its batch eval): every CUDA candidate's `load_inline` build runs in
+    parallel on all cores (a process pool, one fresh TORCH_EXTENSIONS_DIR per candidate, as KernelBench's
+    compile step does), then one process imports, checks (5 trials, atol=rtol=1e-2) and times (100 CUDA-event
+    trials, synchronised per trial) each candidate in turn. Triton candidates skip the build step (Triton compiles
+    at first launch, in that one process). Reference runtimes are not measured (KernelBench precomputes them).
+(b) Our judge: `JudgePool` (sandboxed workers, CPU build farm for CUDA, one judge per GPU), 5 correctness trials
+    on fresh seeds, reference and candidate timed (torch.compile baseline off, as (a) has none).
+Both start cold: fresh extension, Triton and build-cache directories. Prints candidates per minute and the ratio.
+
+    python bench/judge_throughput.py --out results.json            # GPU: 20 CUDA + 20 Triton candidates
+    python bench/judge_throughput.py --quick --out results.json    # GPU: 16 + 16 (< 8 min on a 16-core H200)
+    python bench/judge_throughput.py --device cpu --backends triton --out r.json   # plumbing, Triton interpreter
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def _load(path: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _kb_build(path: str, ext_dir: str) -> tuple[bool, float, str]:
+    """One candidate's load_inline build in a pool process (KernelBench's parallel compile step)."""
+    os.environ["TORCH_EXTENSIONS_DIR"] = ext_dir
+    t0 = time.perf_counter()
+    try:
+        _load(path, f"kb_build_{Path(path).stem}")
+        return True, time.perf_counter() - t0, ""
+    except Exception as exc:
+        return False, time.perf_counter() - t0, str(exc)[-500:]
+
+
+def kernelbench_way(items: list[tuple[str, str, str, str]], device: str, work: Path) -> dict:
+    import torch
+
+    t0 = time.perf_counter()
+    paths = []
+    for name, task_src, cand_src, _ in items:
+        (work / f"{name}_task.py").write_text(task_src)
+        (work / f"{name}.py").write_text(cand_src)
+        paths.append((str(work / f"{name}_task.py"), str(work / f"{name}.py"), str(work / "ext" / name)))
+    built = {}
+    cuda = [p for p, it in zip(paths, items) if it[3] == "cuda"]
+    if cuda:
+        spawn = multiprocessing.get_context("spawn")  # the parent may hold a CUDA context: do not fork it
+        with ProcessPoolExecutor(max_workers=os.cpu_count(), mp_context=spawn) as ex:
+            for (_, cand, _), res in zip(cuda, ex.map(_kb_build, [c[1] for c in cuda], [c[2] for c in cuda])):
+                built[cand] = res
+    build_s = time.perf_counter() - t0
+    ok = 0
+    for i, (task_path, cand_path, ext_dir) in enumerate(paths):
+        if cand_path in built and not built[cand_path][0]:
+            continue
+        os.environ["TORCH_EXTENSIONS_DIR"] = ext_dir
+        try:
+            task, cand = _load(task_path, f"kb_task_{i}"), _load(cand_path, f"kb_cand_{i}")
+            torch.manual_seed(42)
+            ref, new = task.Model().to(device), cand.ModelNew().to(device)
+            good = True
+            with torch.no_grad():
+                for trial in range(5):
+                    torch.manual_seed(1000 + trial)
+                    inputs = [x.to(device) for x in task.get_inputs()]
+                    good &= torch.allclose(ref(*inputs), new(*inputs), atol=1e-2, rtol=1e-2)
+                if good and device == "cuda":
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    for _ in range(100):
+                        start.record()
+                        new(*inputs)
+                        end.record()
+                        torch.cuda.synchronize()
+                        start.elapsed_time(end)
+            ok += int(good)
+        except Exception as exc:
+            print(f"  kernelbench-way: {Path(cand_path).stem}: {type(exc).__name__}: {str(exc)[-200:]}")
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "build_s": build_s, "correct": ok, "n": len(items), "per_min": 60 * len(items) / wall}
+
+
+def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, workers: int | None) -> dict:
+    from kernelzero.judge import JudgeOptions
+    from kernelzero.judge.pool import JudgePool
+    from kernelzero.tasks import Task
+
+    t0 = time.perf_counter()
+    tasks = {}
+    for name, task_src, _, _ in items:
+        p = work / f"ours_{name}_task.py"
+        p.write_text(task_src)
+        tasks.setdefault(task_src, Task.from_file(p))
+    opts = JudgeOptions(device=device, compile_baseline=False)
+    with JudgePool(opts, workers, cache_dir=str(work / "build-cache")) as pool:
+        verdicts = pool.judge_many([(tasks[t], c, b) for _, t, c, b in items])
+        farm = pool.farm.state_dict() if pool.farm else None
+    wall = time.perf_counter() - t0
+    for (name, *_), v in zip(items, verdicts):
+        if not v.correct:
+            print(f"  ours: {name}: {v.status} {v.feedback[:300]}")
+    builds = [v.stage_s.get("build_farm") for v in verdicts if "build_farm" in v.stage_s]
+    return {"wall_s": wall, "correct": sum(v.correct for v in verdicts), "n": len(items),
+            "per_min": 60 * len(items) / wall, "farm": farm, "build_farm_s": builds,
+            "statuses": [v.status for v in verdicts]}  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
+    ap.add_argument("--backends", default="cuda,triton")
+    ap.add_argument("--quick", action="store_true", help="16 candidates per backend instead of 20")
+    ap.add_argument("--workers", type=int, default=None, help="JudgePool threads (default: its own)")
+    ap.add_argument("--out", default=None, help="write the figures as JSON here")
+    args = ap.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="kz-throughput-"))
+    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")  # cold for both ways
+    import torch
+
+    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"
+    from throughput_cases import cases
+
+    n = 16 if args.quick else 20
+    backends = [b for b in args.backends.split(",") if b and not (b == "cuda" and device == "cpu")]
+    every = cases(n, n, small=device == "cpu")
+    results: dict = {"device": device, "cpus": os.cpu_count(), "torch": torch.__version__,
+                     "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None}  # fmt: skip
+    for backend in backends:
+        items = [c for c in every if c[3] == backend]
+        (work / backend).mkdir()
+        print(f"== {backend}: {len(items)} candidates, KernelBench way ...", flush=True)
+        kb = kernelbench_way(items, device, work / backend)
+        print(f"   {kb['correct']}/{kb['n']} correct, {kb['wall_s']:.1f} s, {kb['per_min']:.1f}/min", flush=True)
+        print(f"== {backend}: our judge ...", flush=True)
+        us = ours(items, device, work / backend, args.workers)
+        print(f"   {us['correct']}/{us['n']} correct, {us['wall_s']:.1f} s, {us['per_min']:.1f}/min", flush=True)
+        results[backend] = {"kernelbench_way": kb, "ours": us, "ratio": us["per_min"] / kb["per_min"]}
+        print(f"   ratio ours/KernelBench-way: {results[backend]['ratio']:.2f}x", flush=True)
+    print(json.dumps({b: {"kb_per_min": r["kernelbench_way"]["per_min"], "ours_per_min": r["ours"]["per_min"],
+                          "ratio": r["ratio"]} for b, r in results.items() if isinstance(r, dict) and "ratio" in r},
+                     indent=1))  # fmt: skip
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,309 @@
+"""The build farm: CUDA candidates are compiled by sandboxed CPU workers into a content-addressed cache.
+
+Two halves:
+- `install_load_inline_shim` runs inside a worker, before candidate code is imported, and wraps
+  `torch.utils.cpp_extension.load_inline`. In a `build` job it builds each call into `<out>/<call key>/` under a
+  name made unique by content (torch names build folders and modules by `name` only); in a `candidate` job it
+  imports `<cache entry>/<call key>/<name>.so` when present and falls back to the plain in-scratch build when not.
+- `BuildFarm` lives in the judge's process: bounded build slots, one build per content at a time, and promotion of
+  a finished build from the build worker's scratch into the cache by one atomic rename, done here after the worker
+  has exited. A killed build therefore leaves nothing in the cache (its scratch, and torch's lock file with it,
+  is discarded), and no later build waits on a stale lock: builds never share a build directory.
+
+Keys. An entry is keyed by the whole candidate source plus the toolchain (torch, CUDA, nvcc, compiler) and the
+target arch. Keying on the candidate's source rather than on the load_inline arguments alone is deliberate: the
+build worker runs candidate code, so it can write anything into its output; with this key a planted `.so` can only
+ever be loaded by the very same source, which could have done the same thing at import anyway. Inside an entry,
+each load_inline call has its own key (sources, functions, flags, include paths).
+
+Meaning is unchanged: sources, flags and `-O` levels are passed as written. What changes: TORCH_CUDA_ARCH_LIST is
+set to the judging GPU's arch (a CPU worker would otherwise build for every arch), the extension name gets a
+content suffix, MAX_JOBS bounds ninja, and where `split.py` applies, torch-facing host code moves from the `.cu` to
+the C++ translation unit, which uses a precompiled torch/extension.h built here for the same flags. Any trick that
+fails to build falls back to the build of the code as written, whose result (and compile error) is the verdict.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_BUILD_ERROR = "Error building extension"  # torch's message when ninja fails: the candidate's compile error
+
+
+def _digest(*parts: Any) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(json.dumps(p, sort_keys=True, default=str).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:20]
+
+
+# ---------------------------------------------------------------------------------------------- inside the worker
+def install_load_inline_shim(job: dict) -> dict:
+    """Wrap load_inline for this worker's job. Returns the shim's state (calls made, build failure seen)."""
+    import torch.utils.cpp_extension as cpp
+
+    state: dict[str, Any] = {"calls": [], "compile_error": None}
+    mode, root = job.get("build_mode"), job.get("build_dir")
+    if mode not in ("build", "load") or not root:
+        return state
+    original = cpp.load_inline
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def load_inline(*args: Any, **kwargs: Any):
+        call = signature.bind(*args, **kwargs)
+        call.apply_defaults()
+        a = dict(call.arguments)
+        key = _digest({k: v for k, v in a.items() if k not in ("build_directory", "verbose", "use_pch")})
+        unique = f"{a['name']}_{key[:12]}"
+        entry = Path(root) / key
+        state["calls"].append(key)
+        if mode == "load":
+            for where in (entry / "split", entry):
+                if (where / f"{unique}.so").is_file():
+                    return cpp._import_module_from_library(unique, str(where), a["is_python_module"])
+            return original(**a)  # not prebuilt (built inside this worker, as without a farm)
+        entry.mkdir(parents=True, exist_ok=True)
+        a.update(name=unique, build_directory=str(entry))
+        fast = _split_call(a, job) if job.get("split", True) else None
+        if fast is not None:
+            (entry / "split").mkdir(exist_ok=True)
+            try:
+                return original(**dict(fast, build_directory=str(entry / "split")))
+            except Exception:  # the trick did not apply after all: build the code as written
+                shutil.rmtree(entry / "split", ignore_errors=True)
+                cpp.JIT_EXTENSION_VERSIONER.entries.pop(unique, None)  # else torch renames the retry `_v1`
+        try:
+            return original(**a)
+        except Exception as exc:
+            if _BUILD_ERROR in str(exc):
+                state["compile_error"] = str(exc)[-6000:]
+            raise
+
+    cpp.load_inline = load_inline
+    return state
+
+
+def _as_list(sources: Any) -> list[str]:
+    return [sources] if isinstance(sources, str) else list(sources or [])
+
+
+def _split_call(a: dict, job: dict) -> dict | None:
+    """load_inline arguments for the split build (torch-free `.cu`, see split.py), or None if it does not apply."""
+    from kernelzero.judge.split import split
+
+    if not a["cuda_sources"] or a["no_implicit_headers"] or a["sycl_sources"] or a["use_pch"]:
+        return None
+    parts = split(_as_list(a["cpp_sources"]), _as_list(a["cuda_sources"]))
+    if parts is None:
+        return None
+    # nvcc hands its -O level to the host compiler for host code: the moved host code keeps it.
+    opt = [f for f in a["extra_cuda_cflags"] or [] if re.fullmatch(r"-O[0-3s]?", f)]
+    cflags = [*(a["extra_cflags"] or []), *opt]
+    pch = (job.get("pch_dirs") or {}).get(json.dumps(cflags))
+    if pch and not a["extra_include_paths"]:
+        cflags = [*cflags, f"-I{pch}"]  # holds only torch/extension.h.gch, built for exactly these flags
+    return dict(a, cpp_sources=parts[0], cuda_sources=parts[1], no_implicit_headers=True, extra_cflags=cflags)
+
+
+# ------------------------------------------------------------------------------------------- in the judge process
+@functools.cache
+def toolchain() -> dict:
+    """What a built module depends on besides its sources: part of every cache key."""
+    import platform
+
+    import torch
+
+    def version(cmd: list[str]) -> str | None:
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+            return out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() else None
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+
+    cxx = os.environ.get("CXX", "c++")
+    return {"torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
+            "nvcc": version(["nvcc", "--version"]), "cxx": version([cxx, "-dumpfullversion"])}  # fmt: skip
+
+
+@dataclass
+class BuildResult:
+    """Outcome of building one candidate's extensions. `path` is the cache entry the candidate worker loads from."""
+
+    status: str  # "built" (prebuilt, or nothing to build), "compile_error", or "fallback" (build in the GPU worker)
+    path: str | None = None
+    hit: bool = False
+    seconds: float = 0.0
+    feedback: str = ""
+
+
+@dataclass
+class BuildFarm:
+    """Bounded pool of sandboxed CPU build workers in front of a content-addressed cache on local disk."""
+
+    cache_dir: str
+    arch: str = "9.0"  # TORCH_CUDA_ARCH_LIST for builds: the judging GPU's compute capability
+    workers: int = 0  # concurrent builds; 0: half the CPU cores (ninja builds two objects per extension)
+    timeout_s: float = 600.0
+    memory_limit_gb: float = 16.0
+    pch: bool = True  # build precompiled torch/extension.h headers (background, once per cache) for builds
+
+    def __post_init__(self) -> None:
+        self.workers = self.workers or max(1, (os.cpu_count() or 2) // 2)
+        self.root = Path(self.cache_dir)
+        self.root.mkdir(parents=True, exist_ok=True)
+        for stale in self.root.glob(".tmp-*"):  # a promotion interrupted by a crash of the judge itself
+            shutil.rmtree(stale, ignore_errors=True)
+        self._slots = threading.BoundedSemaphore(self.workers)
+        self._lock = threading.Lock()
+        self._inflight: dict[str, threading.Lock] = {}
+        self.builds_started = 0  # build jobs actually run (cache hits and dedupe do not count)
+        self._pch_dirs: dict[str, str] = {}  # json(host cflags) -> dir holding torch/extension.h.gch
+        if self.pch:
+            threading.Thread(target=self._warm_pch, name="kz-pch", daemon=True).start()
+
+    @staticmethod
+    def applies(source: str) -> bool:
+        return "load_inline" in source
+
+    def key(self, source: str) -> str:
+        return _digest(source, toolchain(), self.arch)
+
+    def lookup(self, source: str) -> BuildResult | None:
+        entry = self.root / self.key(source)
+        try:
+            manifest = json.loads((entry / "manifest.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return BuildResult(manifest["status"], str(entry), hit=True, feedback=manifest.get("feedback", ""))
+
+    def build(self, source: str) -> BuildResult:
+        """The cache entry for `source`, building it first on a free build slot unless cached. Never raises for
+        candidate faults: a compile error is a result, a candidate that cannot be built on CPU is `fallback`."""
+        t0 = time.monotonic()
+        if not self.applies(source):
+            return BuildResult("built")
+        key = self.key(source)
+        with self._lock:
+            lock = self._inflight.setdefault(key, threading.Lock())
+        with lock:  # identical sources wait for the first build instead of building twice
+            hit = self.lookup(source)
+            if hit is not None:
+                hit.seconds = time.monotonic() - t0
+                return hit
+            with self._slots:
+                result = self._run(source, key)
+        with self._lock:
+            self._inflight.pop(key, None)
+        result.seconds = time.monotonic() - t0
+        return result
+
+    def _run(self, source: str, key: str) -> BuildResult:
+        from kernelzero.judge.sandbox import ChannelError, Sandbox
+
+        with self._lock:
+            self.builds_started += 1
+        env = {"TORCH_CUDA_ARCH_LIST": self.arch, "MAX_JOBS": "2", "CUDA_VISIBLE_DEVICES": ""}
+        with self._lock:
+            pch_dirs = dict(self._pch_dirs)
+        job = {"kind": "build", "device": "cpu", "build_mode": "build", "pch_dirs": pch_dirs}
+        sb = Sandbox(job=job, device="cpu", memory_limit_gb=self.memory_limit_gb, extra_env=env)
+        (sb.scratch / "candidate.py").write_text(source)
+        sb.job.update(candidate_path=str(sb.scratch / "candidate.py"), build_dir=str(sb.scratch / "builds"))
+        msg: dict | None = None
+        try:
+            sb.start()
+            deadline = time.monotonic() + self.timeout_s
+            while msg is None or msg.get("event") in ("started", "done"):
+                msg = sb.recv(deadline)
+                if msg is None:
+                    break
+                if msg.get("event") in ("built", "unbuilt", "error"):
+                    break
+        except (TimeoutError, ChannelError) as exc:
+            msg = {"event": "unbuilt", "message": f"{type(exc).__name__}: {exc}"}
+        finally:
+            sb.finish()  # the worker is dead from here on: nothing can race the promotion below
+        try:
+            if msg and msg.get("event") == "error" and msg.get("stage") == "compile":
+                return self._promote(sb.scratch / "builds", key, "compile_error", msg["message"])
+            if msg and msg.get("event") == "built":
+                return self._promote(sb.scratch / "builds", key, "built", "")
+            return BuildResult("fallback", feedback=(msg or {}).get("message", sb.log_tail())[-2000:])
+        finally:
+            sb.cleanup()
+
+    def _promote(self, built: Path, key: str, status: str, feedback: str) -> BuildResult:
+        """Move a finished build into the cache with one atomic rename; a concurrent identical promotion wins."""
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.root))
+        if status == "built" and built.is_dir():
+            for item in built.iterdir():
+                shutil.move(str(item), tmp / item.name)
+        (tmp / "manifest.json").write_text(json.dumps({"status": status, "feedback": feedback, "key": key}))
+        entry = self.root / key
+        try:
+            os.rename(tmp, entry)
+        except OSError:  # already there (an identical build promoted first): keep that one
+            shutil.rmtree(tmp, ignore_errors=True)
+        return BuildResult(status, str(entry), feedback=feedback)
+
+    def _warm_pch(self) -> None:
+        """Precompiled torch/extension.h for the host TU of split builds, one per common flag set, built here
+        (trusted) into the cache. Not torch's own `use_pch`: that one lives in site-packages, and every plain
+        load_inline deletes it (in a read-only sandbox that deletion fails the candidate's build)."""
+        import inspect
+        import sysconfig
+
+        import torch.utils.cpp_extension as cpp
+
+        std = re.findall(r"-std=c\+\+\d+", inspect.getsource(cpp._write_ninja_file_to_build_library)) or ["-std=c++17"]
+        header = os.path.join(cpp.include_paths()[0], "torch", "extension.h")
+        includes = [*cpp.include_paths(), sysconfig.get_path("include")]
+        for flags in ([], ["-O3"], ["-O2"]):
+            out = self.root / "pch" / _digest(flags, toolchain()) / "torch"
+            cmd = [
+                cpp.get_cxx_compiler(),
+                "-x",
+                "c++-header",
+                header,
+                "-o",
+                str(out / "extension.h.gch"),
+                "-DTORCH_API_INCLUDE_EXTENSION_H",
+                *[f"-isystem{p}" for p in includes],
+                "-fPIC",
+                std[0],
+                *flags,
+            ]
+            if not (out / "extension.h.gch").is_file():
+                tmp = out.parent.with_name(out.parent.name + ".tmp")
+                (tmp / "torch").mkdir(parents=True, exist_ok=True)
+                cmd[5] = str(tmp / "torch" / "extension.h.gch")
+                res = subprocess.run(cmd, capture_output=True, text=True)
+                if res.returncode != 0:
+                    print(f"kernelzero: no precompiled header for {flags}: {res.stderr[-400:]}", file=sys.stderr)
+                    continue
+                shutil.rmtree(out.parent, ignore_errors=True)
+                os.rename(tmp, out.parent)
+            with self._lock:
+                self._pch_dirs[json.dumps(flags)] = str(out.parent)
+
+    def state_dict(self) -> dict:
+        return {"cache_dir": str(self.root), "builds_started": self.builds_started}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.builds_started = int(state.get("builds_started", 0))

@@ -1,0 +1,183 @@
+"""Evidence for the adversarial corpus: every exploit FOOLS a naive KernelBench-style harness (the judge with its
+guards off), every legit solution passes it, headers are well formed, and CUDA sources compile.
+
+Each harness run is a fresh subprocess with TRITON_INTERPRET=1 (a crash or a monkeypatch cannot reach pytest or the
+next case). CPU: the Triton cases and legit solutions. `gpu`: the same harness on a GPU with the CUDA cases.
+`slow`: nvcc compiles every CUDA source against torch's headers (minutes per file on 2 cores).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from corpus import ROOT, entries, inline_extensions, nvcc_available, nvcc_check
+
+REPO = ROOT.parent.parent
+STATUSES = {"rejected", "incorrect"}
+GUARDS = {
+    "no_custom_kernel", "static:try_except", "static:reference_call", "static:threads", "static:harness_import",
+    "static:monkeypatch", "static:streams", "replay", "side_stream", "timer", "tensor_subclass", "aliasing",
+    "input_mutation", "dtype", "stale_memory", "degenerate", "roofline",
+}  # fmt: skip
+COMPARE_GUARDS = {"value", "dtype", "shape", "structure"}  # what an `incorrect` verdict names (judge/check.py)
+FAMILIES = {  # the 12 families of issue 4, then the extras
+    "decoy_unlaunched", "decoy_launch", "fallback", "caching", "replay", "side_stream", "timer", "tensor_subclass",
+    "stale_memory", "input_mutation", "precision", "degenerate",
+    "monkeypatch", "threads", "harness_import", "inheritance", "aliasing",
+}  # fmt: skip
+
+CASES = entries("case")
+LEGIT = entries("legit")
+ON_GPU = [pytest.param(e, marks=pytest.mark.gpu, id=e.name) for e in CASES + LEGIT]
+CPU_CASES = [pytest.param(e, id=e.name) for e in CASES if e.BACKEND == "triton"]
+CPU_LEGIT = [pytest.param(e, id=e.name) for e in LEGIT if e.BACKEND == "triton"]
+
+
+def run_naive(entry, *extra: str, timeout: float = 300) -> dict:
+    """The naive harness on one corpus file, in a fresh interpreter. Returns its result record."""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO / "src"), "PYTHONHASHSEED": "0"}
+    if entry.BACKEND == "cuda" or "--gpu" in extra:  # real GPU builds, no interpreter
+        env.pop("TRITON_INTERPRET")
+    args = [a for a in extra if a != "--gpu"]
+    cmd = [sys.executable, str(ROOT / "naive_harness.py"), str(entry.task_path), str(entry.path),
+           "--backend", entry.BACKEND, *args]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT, check=False)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("NAIVE_RESULT ")]
+    assert lines, f"no result (rc={proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    return json.loads(lines[-1].removeprefix("NAIVE_RESULT "))
+
+
+@pytest.fixture(scope="module")
+def honest_launch_ms() -> float:
+    """The naive runtime of one honest interpreted Triton ReLU: the yardstick for 'the timer was fooled'."""
+    legit = next(e for e in LEGIT if e.name == "triton_relu")
+    return run_naive(legit)["runtime_ms"]
+
+
+# ---------------------------------------------------------------------------------------------- corpus shape
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name) for e in CASES + LEGIT])
+def test_header_is_well_formed(entry):
+    h = entry.header
+    assert entry.task_path.exists(), f"TASK {h['TASK']!r} has no file in tasks/"
+    assert h["BACKEND"] in ("triton", "cuda") and isinstance(h["NEEDS_GPU"], bool)
+    src = entry.path.read_text()
+    assert ("@triton.jit" in src) if h["BACKEND"] == "triton" else ("load_inline" in src and "__global__" in src)
+    doc = (entry.path.read_text().split('"""')[1]).strip()
+    if entry.kind == "legit":
+        assert h["EXPECT_STATUS"] == "ok" and h["EXPECT_GUARD"] is None and doc.startswith("LEGIT")
+        return
+    assert doc.startswith("EXPLOIT") and all(k in doc for k in ("WHAT:", "WHY A NAIVE HARNESS PASSES IT:", "EXPECTED:"))
+    assert h["EXPECT_STATUS"] in STATUSES and h["FAMILY"] in FAMILIES and h["NAIVE"] in ("kernelbench", "lenient")
+    allowed = GUARDS if h["EXPECT_STATUS"] == "rejected" else COMPARE_GUARDS
+    assert h["EXPECT_GUARD"] in allowed, h["EXPECT_GUARD"]
+    for status, guard in h["EXPECT_ALSO"]:
+        assert status in STATUSES and guard in (GUARDS | COMPARE_GUARDS | {"inputs"}), (status, guard)
+    if h["BACKEND"] == "cuda":
+        assert h["NEEDS_GPU"], "a CUDA case can only be judged on a GPU"
+
+
+def test_corpus_covers_every_family_and_guard():
+    assert {e.FAMILY for e in CASES} >= FAMILIES
+    named = {e.EXPECT_GUARD for e in CASES} | {g for e in CASES for _, g in e.EXPECT_ALSO}
+    assert GUARDS <= named, f"guards with no case: {sorted(GUARDS - named)}"
+    assert {e.BACKEND for e in CASES if not e.NEEDS_GPU} == {"triton"}
+    assert len([e for e in CASES if not e.NEEDS_GPU]) >= 20 and len([e for e in CASES if e.BACKEND == "cuda"]) >= 6
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name) for e in CASES + LEGIT if e.BACKEND == "cuda"])
+def test_cuda_sources_are_extractable(entry):
+    """Every load_inline call resolves to literal sources; each bound function is declared in the C++ source."""
+    exts = inline_extensions(entry.path)
+    assert exts
+    for ext in exts:
+        assert "__global__" in ext.cuda and ext.functions
+        for fn in ext.functions:
+            assert f"{fn}(" in ext.cpp and f"{fn}(" in ext.cuda
+
+
+# ----------------------------------------------------------------------------- the naive harness is fooled (CPU)
+@pytest.mark.parametrize("entry", CPU_CASES)
+def test_exploit_passes_naive_harness(entry, honest_launch_ms):
+    extra = ("--cast-output",) if entry.NAIVE == "lenient" else ()
+    res = run_naive(entry, *extra)
+    assert res["correct"] is True, f"the exploit did not fool the naive harness: {res}"
+    assert res["trials_passed"] == 5
+    if entry.NAIVE_FAST:  # its timed calls did not run the honest kernel (or the clock was forged)
+        assert res["runtime_ms"] < honest_launch_ms / 10, (res["runtime_ms"], honest_launch_ms)
+
+
+def test_precision_cases_are_a_tolerance_policy():
+    """fp16 compute passes KernelBench v0's fp32 tolerance (1e-2) and fails the judge's (1e-4); an fp16 OUTPUT fails
+    KernelBench itself (allclose raises on mixed dtypes) and passes only a casting harness."""
+    by_name = {e.name: e for e in CASES}
+    assert run_naive(by_name["triton_fp16_compute"])["correct"] is True
+    strict = run_naive(by_name["triton_fp16_compute"], "--tol", "1e-4")
+    assert strict["correct"] is False and 1e-4 < strict["max_diff"] < 5e-2
+    kb = run_naive(by_name["triton_fp16_output"])
+    assert kb["correct"] is False and "did not match" in kb["error"]
+
+
+def test_bound_clock_case_rewrites_clocks_bound_before_import(tmp_path):
+    """A judge that binds its clocks before importing the candidate (kernelzero.judge.worker._Bound) is not safe:
+    the candidate finds the holder through gc and swaps the attributes; the holder then reports ~0 for a call."""
+    case = next(e for e in CASES if e.name == "triton_patch_bound_clock")
+    script = textwrap.dedent(f"""
+        import importlib.util, time, torch
+        class Bound:  # what a careful harness does: keep its own references, taken before untrusted code runs
+            def __init__(self):
+                self.perf_counter = time.perf_counter
+        bound = Bound()
+        spec = importlib.util.spec_from_file_location("cand", {str(case.path)!r})
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        model = mod.ModelNew()
+        x = torch.randn(16, 256)
+        t0 = bound.perf_counter(); y = model(x); dt = bound.perf_counter() - t0
+        honest_t0 = time.perf_counter(); model(x); honest = time.perf_counter() - honest_t0
+        print(bound.perf_counter is not time.perf_counter, dt, honest, bool(torch.equal(y, torch.relu(x))))
+    """)
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env, check=False
+    )
+    swapped, dt, honest, exact = out.stdout.split()
+    assert swapped == "True" and exact == "True", out.stderr[-2000:]
+    assert float(dt) < 1e-6 < float(honest), (dt, honest)  # 0.1 us claimed for a launch of about a millisecond
+
+
+@pytest.mark.parametrize("entry", CPU_LEGIT)
+def test_legit_passes_naive_harness_at_strict_tolerance(entry):
+    """No false alarms to begin with: legit solutions are exact to 1e-4 (the judge's fp32 tolerance)."""
+    res = run_naive(entry, "--tol", "1e-4")
+    assert res["correct"] is True, res
+
+
+# ---------------------------------------------------------------------------------------------------------- GPU
+@pytest.mark.parametrize("entry", ON_GPU)
+def test_naive_harness_on_gpu(entry):
+    """On a GPU: every case fools the naive harness, every legit solution passes it (CUDA builds take a minute)."""
+    extra = ("--cast-output",) if entry.NAIVE == "lenient" else ()
+    res = run_naive(entry, "--gpu", *extra, timeout=900)
+    assert res["device"] == "cuda"
+    assert res["correct"] is True, res
+    print(f"{entry.name}: runtime {res['runtime_ms']:.4f} ms, reference {res['ref_runtime_ms']:.4f} ms")
+
+
+# -------------------------------------------------------------------------------------------------------- nvcc
+CUDA_EXTS = [pytest.param(e, x, marks=pytest.mark.slow, id=f"{e.name}:{x.name}")
+             for e in CASES + LEGIT if e.BACKEND == "cuda" for x in inline_extensions(e.path)]  # fmt: skip
+
+
+@pytest.mark.skipif(not nvcc_available(), reason="nvcc not installed")
+@pytest.mark.parametrize(("entry", "ext"), CUDA_EXTS)
+def test_cuda_sources_compile(entry, ext):
+    res = nvcc_check(ext)
+    if entry.CUDA_COMPILES:
+        assert res.returncode == 0, res.stderr[-3000:]
+    else:  # broken on purpose: the build-failure fallback case
+        assert res.returncode != 0

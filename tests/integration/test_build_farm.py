@@ -1,0 +1,109 @@
+"""The CUDA build farm's cache logic, on CPU: a C++-only `load_inline` extension stands in for a CUDA one.
+
+What this proves on CPU: the build job runs in a sandbox and its output is promoted into the cache; a repeated
+candidate is a cache hit that schedules no build job; the candidate worker loads the cached module instead of
+building (it is given a compiler that does not exist, and still passes); compile errors are cached as such; a
+killed build leaves nothing behind; a candidate that cannot be built on CPU falls back. What it does not prove:
+that nvcc output loads on a GPU (the GPU suite and bench/judge_throughput.py check that on the H200).
+"""
+
+from pathlib import Path
+
+import pytest
+
+from kernelzero.judge import JudgeOptions
+from kernelzero.judge.build import BuildFarm
+from kernelzero.judge.core import Judge
+from kernelzero.tasks import Task
+
+FIX = Path(__file__).parents[1] / "fixtures" / "judge"
+TASK = Task.from_file(FIX / "relu_task.py")
+
+# pybind11 only (no torch headers), so the build takes seconds on a 2-core CPU; the kernel itself is Triton.
+CANDIDATE = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+from torch.utils.cpp_extension import load_inline
+
+ext = load_inline(name="kz_scale", cpp_sources="#include <pybind11/pybind11.h>\\ndouble one() { return 1.0; }",
+                  functions=["one"], no_implicit_headers=True, with_pytorch_error_handling=False)
+
+
+@triton.jit
+def relu_scale_kernel(x_ptr, y_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0) * scale, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        relu_scale_kernel[(triton.cdiv(x.numel(), 256),)](x, y, x.numel(), ext.one(), BLOCK=256)
+        return y
+"""
+
+
+@pytest.fixture(scope="module")
+def farm(tmp_path_factory):
+    return BuildFarm(str(tmp_path_factory.mktemp("cache")), arch="9.0", workers=1, pch=False, timeout_s=300)
+
+
+@pytest.fixture(scope="module")
+def first(farm):
+    return farm.build(CANDIDATE)
+
+
+def test_build_is_promoted_into_the_cache(farm, first):
+    assert first.status == "built" and not first.hit, first.feedback
+    entry = Path(first.path)
+    assert entry.parent == farm.root and (entry / "manifest.json").is_file()
+    assert len(list(entry.glob("*/kz_scale_*.so"))) == 1  # name made unique by content
+    assert not list(farm.root.glob(".tmp-*"))
+
+
+def test_repeated_candidate_is_a_hit_without_a_build_job(farm, first):
+    started = farm.builds_started
+    again = farm.build(CANDIDATE)
+    assert again.hit and again.status == "built" and again.path == first.path
+    assert farm.builds_started == started
+
+
+def test_candidate_worker_loads_the_cached_module(farm, first):
+    judge = Judge(JudgeOptions(device="cpu"))
+    judge.sandbox_env = {"CXX": "/nonexistent/c++"}  # any build in the candidate worker would fail
+    judge.farm = farm
+    v = judge.judge(TASK, CANDIDATE, "triton")
+    assert v.status == "ok", v.feedback
+    assert "build_farm" in v.stage_s
+    judge.farm = None  # control: without the farm, the same worker must build and so fails
+    v = judge.judge(TASK, CANDIDATE, "triton")
+    assert v.status == "compile_error"
+
+
+def test_compile_error_is_cached(farm):
+    broken = CANDIDATE.replace("return 1.0;", "return 1.0 +;")
+    r = farm.build(broken)
+    assert r.status == "compile_error" and "Error building extension" in r.feedback
+    started = farm.builds_started
+    assert farm.build(broken).hit and farm.builds_started == started
+
+
+def test_killed_build_leaves_nothing(tmp_path):
+    slow = "import time\ntime.sleep(60)\nfrom torch.utils.cpp_extension import load_inline\n"
+    farm = BuildFarm(str(tmp_path), workers=1, pch=False, timeout_s=2)
+    r = farm.build(slow)
+    assert r.status == "fallback" and r.path is None
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_stale_promotion_is_cleaned_and_cpu_unbuildable_falls_back(tmp_path):
+    (tmp_path / ".tmp-leftover").mkdir()
+    farm = BuildFarm(str(tmp_path), workers=1, pch=False)
+    assert not (tmp_path / ".tmp-leftover").exists()
+    touches_cuda = "import torch\ntorch.cuda.current_device()\nfrom torch.utils.cpp_extension import load_inline\n"
+    r = farm.build(touches_cuda)
+    assert r.status == "fallback" and r.path is None and r.feedback

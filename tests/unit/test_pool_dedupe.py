@@ -1,0 +1,122 @@
+"""JudgePool's client side: dedupe of identical requests, cached copies, back-pressure, async timeouts.
+
+The judge is stubbed (it is not under test here): a counting function that returns a verdict after a delay.
+"""
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from kernelzero.judge import JudgeOptions
+from kernelzero.judge.pool import JudgePool
+from kernelzero.judge.verdict import Verdict
+from kernelzero.tasks import Task
+
+TASK_SRC = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+
+
+class StubJudge:
+    def __init__(self, delay: float = 0.2, status: str = "ok"):
+        self.calls, self.delay, self.status, self.lock = [], delay, status, threading.Lock()
+        self.release = threading.Event()
+        self.release.set()
+
+    def judge(self, task, source, backend):
+        with self.lock:
+            self.calls.append(source)
+        self.release.wait()
+        time.sleep(self.delay)
+        if self.status == "ok":
+            return Verdict(status="ok", correct=True, backend=backend, task=task.name)
+        return Verdict.fail(self.status, "stub", backend=backend, task=task.name)
+
+
+@pytest.fixture
+def task(tmp_path):
+    p = tmp_path / "t.py"
+    p.write_text(TASK_SRC)
+    return Task.from_file(p)
+
+
+def make_pool(stub, **kw):
+    pool = JudgePool(JudgeOptions(device="cpu"), workers=4, **kw)
+    pool.judges = [stub]
+    pool._load = [0]
+    return pool
+
+
+def test_concurrent_duplicates_share_one_judgement_and_get_copies(task):
+    stub = StubJudge()
+    with make_pool(stub) as pool:
+        futures = [pool.submit(task, "same", "triton") for _ in range(4)] + [pool.submit(task, "other", "triton")]
+        verdicts = [f.result() for f in futures]
+        assert sorted(stub.calls) == ["other", "same"]
+        assert all(v.status == "ok" for v in verdicts)
+        assert len({id(v) for v in verdicts}) == 5  # every caller owns its record
+        verdicts[0].feedback = "mutated"
+        later = pool.judge(task, "same", "triton")  # served from the verdict cache, not judged again
+        assert later.feedback == "" and stub.calls.count("same") == 1
+        assert pool.stats == {"submitted": 6, "judged": 2, "deduped": 3, "cached": 1}
+        assert pool.judge(task, "same", "cuda") and stub.calls.count("same") == 2  # backend is part of the key
+
+
+def test_infra_errors_are_not_cached(task):
+    stub = StubJudge(delay=0, status="infra_error")
+    with make_pool(stub) as pool:
+        pool.judge(task, "x", "triton")
+        pool.judge(task, "x", "triton")
+        assert len(stub.calls) == 2
+
+
+def test_back_pressure_blocks_submit(task):
+    stub = StubJudge(delay=0)
+    stub.release.clear()
+    with make_pool(stub, max_pending=1) as pool:
+        first = pool.submit(task, "a", "triton")
+        got = []
+        t = threading.Thread(target=lambda: got.append(pool.submit(task, "b", "triton")))
+        t.start()
+        t.join(0.3)
+        assert t.is_alive() and not got  # blocked: one request is pending
+        stub.release.set()
+        t.join(5)
+        assert first.result().status == "ok" and got[0].result().status == "ok"
+
+
+def test_ajudge_timeout_is_infra_error_and_the_work_carries_on(task):
+    stub = StubJudge(delay=0.5)
+    with make_pool(stub) as pool:
+
+        async def go():
+            return await asyncio.gather(
+                pool.ajudge(task, "s", "triton", timeout_s=0.05), pool.ajudge(task, "s", "triton", timeout_s=5)
+            )
+
+        short, long = asyncio.run(go())
+        assert short.status == "infra_error" and short.guard == "request_timeout" and not short.scored
+        assert long.status == "ok" and stub.calls == ["s"]  # the timed-out caller did not cancel the shared work
+
+
+def test_state_dict_round_trip(task):
+    with make_pool(StubJudge(delay=0)) as pool:
+        pool.judge(task, "s", "triton")
+        state = pool.state_dict()
+    stub = StubJudge(delay=0)
+    with make_pool(stub) as pool:
+        pool.load_state_dict(state)
+        assert pool.judge(task, "s", "triton").status == "ok" and stub.calls == []
+
+
+def test_shared_exclusive_lock_keeps_trials_out_of_timing():
+    from kernelzero.judge.gpulock import SharedExclusiveLock
+
+    lock, events = SharedExclusiveLock(), []
+    with lock.shared(), lock.shared():  # trials share
+        t = threading.Thread(target=lambda: (lock.__enter__(), events.append("timed"), lock.__exit__()))
+        t.start()
+        t.join(0.2)
+        assert events == []  # timing waits for running trials
+    t.join(5)
+    assert events == ["timed"]
