@@ -117,7 +117,10 @@ def inline_extensions(path: Path) -> list[InlineExtension]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "load_inline":
             kw = {k.arg: value(k.value) for k in node.keywords}
-            join = lambda v: "\n".join(v) if isinstance(v, (list, tuple)) else v or ""
+
+            def join(v):
+                return "\n".join(v) if isinstance(v, (list, tuple)) else v or ""
+
             found.append(InlineExtension(kw["name"], join(kw.get("cpp_sources")), join(kw.get("cuda_sources")),
                                          tuple(kw.get("functions") or ())))  # fmt: skip
     return found
