@@ -18,10 +18,11 @@ import pytest
 from corpus import ROOT, entries, inline_extensions, nvcc_available, nvcc_check
 
 REPO = ROOT.parent.parent
-STATUSES = {"rejected", "incorrect"}
+STATUSES = {"rejected", "incorrect", "infra_error"}  # infra_error: a degenerate task, left out of rewards
 GUARDS = {
     "no_custom_kernel", "static:try_except", "static:reference_call", "static:threads", "static:harness_import",
-    "static:monkeypatch", "static:streams", "replay", "side_stream", "timer", "tensor_subclass", "aliasing",
+    "static:monkeypatch", "static:streams", "static:introspection", "replay", "side_stream", "timer",
+    "tensor_subclass", "aliasing",
     "input_mutation", "dtype", "stale_memory", "degenerate", "roofline",
 }  # fmt: skip
 COMPARE_GUARDS = {"value", "dtype", "shape", "structure"}  # what an `incorrect` verdict names (judge/check.py)
@@ -73,10 +74,10 @@ def test_header_is_well_formed(entry):
         return
     assert doc.startswith("EXPLOIT") and all(k in doc for k in ("WHAT:", "WHY A NAIVE HARNESS PASSES IT:", "EXPECTED:"))
     assert h["EXPECT_STATUS"] in STATUSES and h["FAMILY"] in FAMILIES and h["NAIVE"] in ("kernelbench", "lenient")
-    allowed = GUARDS if h["EXPECT_STATUS"] == "rejected" else COMPARE_GUARDS
+    allowed = {"rejected": GUARDS, "incorrect": COMPARE_GUARDS, "infra_error": {"degenerate"}}[h["EXPECT_STATUS"]]
     assert h["EXPECT_GUARD"] in allowed, h["EXPECT_GUARD"]
     for status, guard in h["EXPECT_ALSO"]:
-        assert status in STATUSES and guard in (GUARDS | COMPARE_GUARDS | {"inputs"}), (status, guard)
+        assert status in STATUSES and guard in (GUARDS | COMPARE_GUARDS | {"inputs", "degenerate"}), (status, guard)
     if h["BACKEND"] == "cuda":
         assert h["NEEDS_GPU"], "a CUDA case can only be judged on a GPU"
 
