@@ -214,7 +214,7 @@ class Judge:
         stage_s: dict[str, float] = {}
         job = {"kind": "candidate", "init_seed": ref.init_seed, "backend": base["backend"]}
         if self.timed:
-            job.update(timing=o.timing_config(), timing_seeds=ref.timing_seeds)
+            job.update(timing=o.timing_config())
         built = self.farm.build(source) if self.farm is not None else None  # issue 5: built on the CPU farm
         if built is not None:
             stage_s["build_farm"] = round(built.seconds, 3)
@@ -297,7 +297,7 @@ class Judge:
                               **base)  # fmt: skip
             if self.timed:
                 with self.timing_lock:
-                    sb.send({"cmd": "time"})
+                    sb.send({"cmd": "time", "timing_seeds": ref.timing_seeds})
                     msg = expect("timing", o.run_timeout_s, "time")
                 self._attach_timing(verdict, msg["candidate"], ref)
             expect("done", 30, "finish")
