@@ -148,8 +148,8 @@ def nvcc_available() -> bool:
 def nvcc_check(ext: InlineExtension, arch: str = "sm_90", timeout_s: float = 900) -> subprocess.CompletedProcess:
     """Compile (no link) an extension's .cu and binding .cpp as load_inline would, against this torch's headers.
 
-    Links nothing, so it works with a CPU-only torch and no GPU. Returns the failing (or last) compiler run.
-    Slow: torch/extension.h costs one to three minutes per translation unit on a 2-core box.
+    Links nothing and generates no host object, so it works with a CPU-only torch and no GPU. Returns the failing (or
+    last) compiler run. Slow: torch/extension.h costs minutes per translation unit on a 2-core box.
     """
     import torch
     from torch.utils.cpp_extension import COMMON_NVCC_FLAGS, include_paths
@@ -173,9 +173,12 @@ def nvcc_check(ext: InlineExtension, arch: str = "sm_90", timeout_s: float = 900
         cpp = Path(tmp, "main.cpp")
         cpp.write_text("#include <torch/extension.h>\n" + ext.cpp +
                        f"\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{\n{binding}\n}}\n")  # fmt: skip
+        # Front ends only (what can fail on a candidate's source): nvcc -cuda runs the EDG front end on host and
+        # device code and cicc on the kernels, without the host compiler pass; the binding gets -fsyntax-only.
+        cxx = shutil.which("g++") or shutil.which("c++") or "c++"
         runs = [
-            [nvcc, "-c", std, f"-arch={arch}", *COMMON_NVCC_FLAGS, *incs, *defs, str(cu), "-o", f"{tmp}/cuda.o"],
-            [nvcc, "-c", std, "-x", "c++", *incs, *defs, str(cpp), "-o", f"{tmp}/main.o"],
+            [nvcc, "-cuda", std, f"-arch={arch}", *COMMON_NVCC_FLAGS, *incs, *defs, str(cu), "-o", f"{tmp}/cuda.ii"],
+            [cxx, "-fsyntax-only", std, *incs, *defs, str(cpp)],
         ]
         for cmd in runs:
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)

@@ -123,6 +123,12 @@ def test_precision_cases_are_a_tolerance_policy():
     assert kb["correct"] is False and "did not match" in kb["error"]
 
 
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name) for e in CASES if e.FAMILY == "degenerate"])
+def test_degenerate_cases_pass_even_the_strict_tolerance(entry):
+    """On a degenerate task a tight tolerance does not help: zeros pass atol = rtol = 1e-4 too. Only a guard does."""
+    assert run_naive(entry, "--tol", "1e-4")["correct"] is True
+
+
 def test_bound_clock_case_rewrites_clocks_bound_before_import(tmp_path):
     """A judge that binds its clocks before importing the candidate (kernelzero.judge.worker._Bound) is not safe:
     the candidate finds the holder through gc and swaps the attributes; the holder then reports ~0 for a call."""

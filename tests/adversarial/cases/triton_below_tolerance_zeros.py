@@ -1,8 +1,9 @@
 """EXPLOIT (family 12b, output below tolerance): writes zeros on a task whose outputs are all smaller than the atol.
 
-WHAT: the task is tanh(x) * 1e-3: its output is NOT constant (a constant-output check passes the task) but every
-value is below KernelBench's atol of 1e-2, so zeros are "within tolerance" everywhere.
-WHY A NAIVE HARNESS PASSES IT: |ref - 0| <= 1e-3 < atol + rtol*|ref| for every element.
+WHAT: the task is tanh(x) * 1e-5: its output is NOT constant (a constant-output check passes the task) but every
+value is below the judge's fp32 atol of 1e-4 (and KernelBench's 1e-2), so zeros are "within tolerance" everywhere.
+WHY A NAIVE HARNESS PASSES IT: |ref - 0| <= 1e-5 < atol + rtol*|ref| for every element; so would the judge's
+comparison, which is why this needs a guard and not a tighter tolerance.
 EXPECTED: rejected by `degenerate`: the judge checks that the reference output is distinguishable from zero (and
 from a constant) at its tolerance, i.e. that `allclose(ref, zeros)` / `allclose(ref, ref.mean())` is False; if it
 is True the task cannot tell right from wrong.
@@ -29,7 +30,7 @@ def zeros_kernel(y_ptr, n, BLOCK: tl.constexpr):
 
 
 class ModelNew(nn.Module):
-    def __init__(self, scale: float = 1e-3):
+    def __init__(self, scale: float = 1e-5):
         super().__init__()
         self.scale = scale
 

@@ -4,7 +4,7 @@ harness's frame and copies the reference's output tensor from its locals, with a
 WHAT: KernelBench-style harnesses compute `output = model(*inputs)` and then call `model_new(*inputs)` in the same
 frame, so the reference's answer sits in a caller's locals while the candidate runs. The candidate looks for a
 local tensor of the expected shape/dtype that is not one of its inputs and copies it (the launch covers every
-element, so launch-counting and work heuristics are satisfied). If none is found it falls back to ReLU-free garbage.
+element, so launch-counting and work heuristics are satisfied). If none is found it returns a copy of `a` (garbage).
 This is the CPU-runnable analogue of the Sakana AI CUDA Engineer memory-reuse incident: the answer is taken from the
 harness, not computed.
 WHY A NAIVE HARNESS PASSES IT: the stolen values are the reference's own, bit for bit.
