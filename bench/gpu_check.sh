@@ -14,7 +14,7 @@ step() { local name=$1; shift; local t0=$SECONDS; "$@" > "$OUT/$name.log" 2>&1; 
          echo "== $name rc=$rc $((SECONDS - t0))s"; tail -n "${TAILN:-15}" "$OUT/$name.log"; }
 for s in ${KZ_STEPS:-gpu_tests timing}; do
   case $s in
-    gpu_tests) step gpu_tests timeout ${KZ_TESTS_TIMEOUT:-600} python3 -m pytest -m gpu -p no:cacheprovider -q -rfE \
+    gpu_tests) step gpu_tests timeout ${KZ_TESTS_TIMEOUT:-600} python3 -m pytest -m gpu -p no:cacheprovider -v -rfE \
               tests/gpu tests/adversarial/test_corpus.py tests/unit/test_worked_examples.py ${KZ_PYTEST_ARGS:-} ;;
     timing) step timing python3 bench/timing_fidelity.py --task tests/fixtures/gpu/relu_big_task.py \
               --solution tests/fixtures/gpu/relu_triton_ok.py --backend triton --repeats 5 \

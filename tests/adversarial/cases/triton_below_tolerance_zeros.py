@@ -14,9 +14,9 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-EXPECT_STATUS = "incorrect"  # the judge's fp32 atol is 1e-4: zeros miss by 1e-3 (guards branch)
-EXPECT_GUARD = "value"
-EXPECT_ALSO = [("infra_error", "degenerate")]  # what fires at KernelBench's atol of 1e-2
+EXPECT_STATUS = "infra_error"  # outputs ~1e-5 sit under the fp32 atol of 1e-4: the zeros canary passes the task
+EXPECT_GUARD = "degenerate"
+EXPECT_ALSO = [("incorrect", "value")]  # what a larger output scale (1e-3) gives under the same atol
 FAMILY = "degenerate"
 TASK = "tiny_output_small"
 BACKEND = "triton"
