@@ -33,6 +33,23 @@ def _checkpointing(distributed: str) -> bool:
     return distributed == "zero3"
 
 
+def _real_run(distributed: str) -> dict:
+    """What both GRPO roles share in a real run: 20 steps per phase (the paper), 8 rollouts per prompt, bf16 on GPU."""
+    return {
+        "learning_rate": 1e-6,
+        "max_steps": 20,
+        "gradient_accumulation_steps": 4,
+        "num_generations": 8,
+        "save_steps": 5,
+        "save_total_limit": 3,
+        "use_cpu": False,
+        "bf16": True,
+        "activation_checkpointing": _checkpointing(distributed),
+        "report_to": ["tensorboard"],
+        "num_completions_to_print": 2,
+    }
+
+
 def coder_preset(
     output_dir: str,
     *,
@@ -46,20 +63,10 @@ def coder_preset(
     return CoderPhaseConfig(
         output_dir=output_dir,
         model=model,
-        learning_rate=1e-6,
-        max_steps=20,
         per_device_train_batch_size=4,
-        gradient_accumulation_steps=4,
-        num_generations=8,
         max_completion_length=4096,
         temperature=1.0,
-        save_steps=5,
-        save_total_limit=3,
-        use_cpu=False,
-        bf16=True,
-        activation_checkpointing=_checkpointing(distributed),
-        report_to=["tensorboard"],
-        num_completions_to_print=2,
+        **_real_run(distributed),
         # Departure from the paper's f = identity: clip at 10x so one timing outlier cannot dominate the group.
         gate=GateConfig(alpha=0.5, beta=0.1, shaping=SpeedupShaping("clip", cap=10.0)),
         backends=("triton", "cuda"),
@@ -80,19 +87,9 @@ def proposer_preset(
     return ProposerPhaseConfig(
         output_dir=output_dir,
         model=model,
-        learning_rate=1e-6,
-        max_steps=20,
         per_device_train_batch_size=2,
-        gradient_accumulation_steps=4,
-        num_generations=8,
         max_completion_length=1024,
-        save_steps=5,
-        save_total_limit=3,
-        use_cpu=False,
-        bf16=True,
-        activation_checkpointing=_checkpointing(distributed),
-        report_to=["tensorboard"],
-        num_completions_to_print=2,
+        **_real_run(distributed),
         reward=ProposerRewardConfig(rho=-0.5, duplicate_threshold=0.8, duplicate_weight=1.0),
         **_vllm(vllm_mode, vllm_server_base_url),
     )
