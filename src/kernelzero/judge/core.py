@@ -19,13 +19,11 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
-import os
 import random
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -355,7 +353,3 @@ def degenerate_canary(outputs: list[list[torch.Tensor]], identity: list[list], a
         if ok:
             return name
     return None
-
-
-def load_candidate(path: str | os.PathLike) -> str:
-    return Path(path).read_text()
