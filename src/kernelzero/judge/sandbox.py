@@ -25,7 +25,6 @@ import hashlib
 import hmac
 import json
 import os
-import resource
 import select
 import shutil
 import signal
@@ -187,7 +186,6 @@ class Sandbox:
             env=self._env(),
             cwd=self.scratch,
             start_new_session=True,  # its own process group: killpg(0) from inside cannot reach the judge
-            preexec_fn=self._limits,
         )
         os.close(w_fd)
         self._chan = Channel(r_fd, self._key)
@@ -212,6 +210,7 @@ class Sandbox:
             TRITON_CACHE_DIR=str(self.scratch / "triton"),
             TORCH_EXTENSIONS_DIR=str(self.scratch / "torch_extensions"),
             OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"),
+            KZ_RLIMITS=self._rlimits(),
         )
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"  # Triton kernels run on CPU tensors under the interpreter
@@ -219,13 +218,18 @@ class Sandbox:
         env.update(self.extra_env)
         return env
 
-    def _limits(self) -> None:  # runs in the child between fork and exec
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        fsize = int(self.file_limit_gb * 2**30)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    def _rlimits(self) -> str:
+        """The worker's resource limits, which it applies to itself before reading its job (`worker.apply_limits`).
+
+        Not a `preexec_fn`: that runs Python between fork and exec, and CPython then takes the import and logging
+        locks around the fork, so a fork while another judge thread is importing deadlocks (seen on the H200: a
+        warm-sandbox spawn against the build farm's background import). The candidate runs only after the limits
+        are in place, so setting them in the worker is as strong as setting them in the child before exec.
+        """
+        limits = {"core": 0, "fsize": int(self.file_limit_gb * 2**30)}
         if self.device == "cpu" and self.memory_limit_gb > 0:
-            mem = int(self.memory_limit_gb * 2**30)
-            resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+            limits["as"] = int(self.memory_limit_gb * 2**30)
+        return ",".join(f"{k}={v}" for k, v in limits.items())
 
     def _write_stdin(self, msg: dict[str, Any]) -> None:
         assert self._proc is not None and self._proc.stdin is not None

@@ -428,8 +428,23 @@ JOBS = {"reference": _job_reference, "candidate": _job_candidate, "build": _job_
 JOBS["validate"] = __import__("kernelzero.judge.validate_job").judge.validate_job.bind(sys.modules[__name__])
 
 
+def apply_limits(spec: str) -> None:
+    """Set the limits the sandbox asked for (`core=0,fsize=N,as=N`, bytes), soft and hard, before torch or the job."""
+    import resource
+
+    names = {"core": resource.RLIMIT_CORE, "fsize": resource.RLIMIT_FSIZE, "as": resource.RLIMIT_AS}
+    for item in filter(None, spec.split(",")):
+        name, value = item.split("=")
+        resource.setrlimit(names[name], (int(value), int(value)))
+
+
 def main(argv: list[str]) -> int:
     chan_fd = int(argv[1])
+    import faulthandler
+    import signal
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1` prints a stuck worker's stacks to its log
+    apply_limits(os.environ.get("KZ_RLIMITS", ""))
     try:  # issue 5: before the job arrives, so a pre-spawned (warm) worker has this done when it does
         import torch  # noqa: F401
     except Exception:
