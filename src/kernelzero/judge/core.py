@@ -10,6 +10,7 @@ Order of events for one candidate (each arrow a message on the signed channel, e
   parent checks launches and library ops       -> rejected (no_custom_kernel, see guards.library_op_violation)
   task is degenerate (a canary passes)         -> infra_error (degenerate; env["degenerate_task"]; not scored)
   GPU only: parent takes the device's timing lock, then -> timing (reference timed the same way, in its own worker)
+  parent compares one timed call's output per timing input set -> rejected (replay: honest only when not timed)
 The reference runs in a worker that never imports candidate code; its outputs are computed once per task and seed
 set and kept in this process. A failure of the reference is the task's fault, never the candidate's: infra_error.
 """
@@ -24,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -83,6 +85,7 @@ class Reference:
     replay: list[list[int]] = field(default_factory=list)  # [trial index, perturbation seed] per replay trial
     replay_outputs: list[list[torch.Tensor]] = field(default_factory=list)
     degenerate: str | None = None  # the canary that passes the check on this task (zeros, mean, input), if any
+    timed_outputs: list = field(default_factory=list)  # [(structure, tensors)] per timing input set (guard replay)
 
 
 class Judge:
@@ -188,13 +191,20 @@ class Judge:
                     ref.ops, ref.replay_outputs = msg.get("ops", {}), data["replay"]
                     ref.degenerate = degenerate_canary(ref.outputs, data["identity"], o.atol, o.rtol)
                     if self.timed:
+                        # torch.compile compiles before `timing_ready`, outside the lock (other GPUs' work goes on)
+                        msg = sb.recv(time.monotonic() + 4 * o.run_timeout_s)
+                        if msg is None or msg.get("event") != "timing_ready":
+                            ref.error = f"reference timing failed: {msg or sb.log_tail()[-800:]}"
+                            break
                         with self.timing_lock:
                             sb.send({"cmd": "time"})
-                            msg = sb.recv(time.monotonic() + 4 * o.run_timeout_s)  # eager + compile
+                            msg = sb.recv(time.monotonic() + 2 * o.run_timeout_s)  # eager + compile
                         if msg is None or msg.get("event") != "timing":
                             ref.error = f"reference timing failed: {msg or sb.log_tail()[-800:]}"
                             break
                         ref.eager, ref.compiled = msg.get("eager"), msg.get("compile")
+                        ref.timed_outputs = torch.load(sb.scratch / msg["timed_file"], weights_only=True,
+                                                       map_location="cpu")  # fmt: skip
                 elif msg["event"] == "error":
                     ref.error = f"{msg['stage']}: {msg['message'][-800:]}"
                     break
@@ -297,6 +307,9 @@ class Judge:
                 with self.timing_lock:
                     sb.send({"cmd": "time", "timing_seeds": ref.timing_seeds})
                     msg = expect("timing", o.run_timeout_s, "time")
+                bad = self._check_timed_outputs(sb.scratch / msg["timed_file"], ref)
+                if bad is not None:  # honest only while not timed
+                    raise fail("rejected", bad[1], bad[0])
                 self._attach_timing(verdict, msg["candidate"], ref)
             expect("done", 30, "finish")
             return verdict
@@ -305,6 +318,24 @@ class Judge:
             sb.cleanup()
             if self.gpu_slots is not None:
                 self.gpu_slots.release()
+
+    def _check_timed_outputs(self, path: Path, ref: Reference) -> tuple[str, str] | None:
+        """Guard `replay`, timed calls: outputs made while the clock ran (flush buffer live, timing inputs) must
+        match the reference's on the same inputs. Stops a module that is honest until it senses it is timed.
+        Returns (guard, feedback) on a violation."""
+        try:
+            timed = torch.load(path, weights_only=True, map_location="cpu")
+        except Exception as exc:
+            return "tensor_subclass", f"timed outputs did not load as plain tensors: {exc}"
+        if len(timed) != len(ref.timed_outputs):
+            return "replay", f"{len(timed)} timed outputs kept, expected {len(ref.timed_outputs)}"
+        for j, ((structure, out), (ref_structure, expected)) in enumerate(zip(timed, ref.timed_outputs)):
+            res = compare(expected, out, self.options.atol, self.options.rtol)
+            if structure != ref_structure or not res.ok:
+                why = f"output structure {structure} != {ref_structure}" if structure != ref_structure else res.feedback
+                guard = "tensor_subclass" if res.guard == "tensor_subclass" else "replay"
+                return guard, f"a timed call on input set {j + 1} returned a wrong output: {why}"
+        return None
 
     @staticmethod
     def _attach_timing(verdict: Verdict, cand: dict, ref: Reference) -> None:

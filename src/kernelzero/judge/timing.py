@@ -34,8 +34,13 @@ def summarize(times_ms: list[float]) -> dict:
     return {"median_ms": statistics.median(ordered), "iqr_ms": iqr, "min_ms": ordered[0], "n": len(ordered)}
 
 
-def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingConfig) -> dict:
-    """Time `model(*inputs)` over rotated `input_sets`. Returns summaries of event and wall times (ms)."""
+def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingConfig, capture=None) -> dict:
+    """Time `model(*inputs)` over rotated `input_sets`. Returns summaries of event and wall times (ms).
+
+    `capture(out)`, if given, is applied to the output of one timed call per input set, chosen at random after the
+    call count is known (outside the timed region: after that call's end event). Its results come back under
+    `captured`, in input-set order, for the `replay` guard: outputs made under timing conditions are checked too.
+    """
     cfg = cfg if isinstance(cfg, TimingConfig) else TimingConfig(**cfg)
     flush = torch.empty(cfg.l2_flush_bytes // 4, dtype=torch.float32, device="cuda") if cfg.flush_l2 else None
     with torch.no_grad():
@@ -54,12 +59,18 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         # enqueues the call, so launch latency is hidden the same way for reference and candidate.
         starts = [bound.event(enable_timing=True) for _ in range(n)]
         ends = [bound.event(enable_timing=True) for _ in range(n)]
+        k = len(input_sets)
+        # One call per input set whose output is kept: a random call among those that use that set.
+        checked = {j: j + k * bound.randbelow(max(1, (n - 1 - j) // k + 1)) for j in range(min(k, n))}
+        captured: dict[int, object] = {}
         for i in range(n):
             if flush is not None:
                 flush.zero_()
             starts[i].record()
-            model(*input_sets[i % len(input_sets)])
+            out = model(*input_sets[i % k])
             ends[i].record()
+            if capture is not None and checked.get(i % k) == i:
+                captured[i % k] = capture(out)
         bound.synchronize()  # device-wide: every stream
         event_ms = [bound.elapsed(a, b) for a, b in zip(starts, ends)]
         # Wall clock per call, each bracketed by device-wide syncs: work hidden on a side stream shows up here
@@ -71,4 +82,7 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
             model(*input_sets[i % len(input_sets)])
             bound.synchronize()
             wall_ms.append((bound.perf_counter() - t0) * 1e3)
-    return {"events": summarize(event_ms), "wall": summarize(wall_ms), "config": asdict(cfg)}
+    result = {"events": summarize(event_ms), "wall": summarize(wall_ms), "config": asdict(cfg)}
+    if capture is not None:
+        result["captured"] = [captured[j] for j in sorted(captured)]
+    return result

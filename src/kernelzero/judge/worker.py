@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import sys
 import time
 import traceback
@@ -110,6 +111,7 @@ class _Bound:
 
     def __init__(self, torch):
         self.perf_counter = time.perf_counter
+        self.randbelow = secrets.randbelow  # which timed calls' outputs are checked (timing.time_model)
         self.save = torch.save
         self.clone = torch.Tensor.clone
         self.equal = torch.equal
@@ -319,17 +321,51 @@ def _job_reference(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     bound.save({"outputs": outputs, "replay": replay, "identity": identity}, Path(job["scratch"]) / "ref.pt")
     chan.send({"event": "outputs", "file": "ref.pt", "structures": structures, "checksums": sums,
                "ops": recorder.ops})  # fmt: skip
-    if not job.get("timing") or json.loads(sys.stdin.readline() or "{}").get("cmd") != "time":
+    if not job.get("timing"):
         return
+    # Everything slow happens before the parent takes the GPU's timing lock: inputs, and torch.compile's
+    # compilation (tens of seconds of CPU work, which must not hold up other candidates' timing).
     input_sets = [make_inputs(torch, task_mod, s, device) for s in job["timing_seeds"]]
-    result = {"event": "timing", "eager": time_model(torch, bound, model, input_sets, job["timing"])}
+    compiled, compile_error = None, None
     if job.get("compile_baseline"):
         try:
             compiled = torch.compile(model)
-            result["compile"] = time_model(torch, bound, compiled, input_sets, job["timing"])
+            with torch.no_grad():
+                compiled(*input_sets[0])
+            bound.synchronize()
         except Exception as exc:  # torch.compile failing is a fact about the task, reported, not fatal
+            compiled, compile_error = None, _short_tb(exc, 2)
+    chan.send({"event": "timing_ready"})
+    if json.loads(sys.stdin.readline() or "{}").get("cmd") != "time":
+        return
+    eager = time_model(torch, bound, model, input_sets, job["timing"], capture=capture_output(torch, bound))
+    save_captured(torch, bound, eager.pop("captured"), Path(job["scratch"]) / "ref_timed.pt")
+    result = {"event": "timing", "eager": eager, "timed_file": "ref_timed.pt"}
+    if compiled is not None:
+        try:
+            result["compile"] = time_model(torch, bound, compiled, input_sets, job["timing"])
+        except Exception as exc:
             result["compile_error"] = _short_tb(exc, 2)
+    elif compile_error is not None:
+        result["compile_error"] = compile_error
     chan.send(result)
+
+
+def capture_output(torch, bound: _Bound):
+    """For `time_model`: one timed call's output, flattened and copied on the device (the module may reuse its
+    buffers in later calls). A tensor subclass is kept as None, which the parent rejects."""
+
+    def capture(out):
+        structure, items = flatten_outputs(torch, out)
+        return structure, [bound.clone(t) if type(t) is bound.tensor_type else None for t in items]
+
+    return capture
+
+
+def save_captured(torch, bound: _Bound, captured: list, path: Path) -> None:
+    """The captured outputs of timed calls, on the CPU, as [(structure, [tensor | None])] per input set."""
+    bound.save([(s, [None if t is None else t.detach().to("cpu").contiguous() for t in ts]) for s, ts in captured],
+               path)  # fmt: skip
 
 
 def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
@@ -395,10 +431,11 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     # precompute the timed inputs' outputs and answer timed calls from a table.
     input_sets = [make_inputs(torch, task_mod, s, device) for s in command["timing_seeds"]]
     try:
-        stats = time_model(torch, bound, model, input_sets, job["timing"])
+        stats = time_model(torch, bound, model, input_sets, job["timing"], capture=capture_output(torch, bound))
     except Exception as exc:
         raise StageError("timing", exc) from exc
-    chan.send({"event": "timing", "candidate": stats})
+    save_captured(torch, bound, stats.pop("captured"), Path(job["scratch"]) / "timed.pt")
+    chan.send({"event": "timing", "candidate": stats, "timed_file": "timed.pt"})
 
 
 def _job_build(job: dict, chan: Channel, torch, bound: _Bound) -> None:

@@ -10,11 +10,13 @@ with the table (torch.equal); the buffer is then remembered by (data_ptr, _versi
 return the stored output with no launch and no device sync. Any other input is computed honestly.
 WHY A NAIVE HARNESS PASSES IT: every output it returns is exact (computed by the honest kernel), so no check of
 values fails, including checks of timed calls' outputs; timed calls do no work.
-EXPECTED: rejected by `no_custom_kernel` applied to TIMED calls (each timed call must launch the candidate's
-kernels), with `roofline` as the backstop. `replay` guards do not see it: outputs of timed calls are right, and an
-in-place perturbation through torch bumps `_version`, which sends the call down the honest path (only a write that
-leaves `_version` alone, e.g. through a numpy view or a raw kernel, exposes the cache). The design fix: do not let
-the timing seeds into the candidate's process before the timing stage.
+EXPECTED: rejected by `static:harness_import`: the case looks up the worker's task module by its name (`kz_task`),
+which the static rules treat as reaching into the harness. Behind that rule stands the design fix: timing seeds
+reach the candidate only with the `time` command, after import and the correctness trials, so even a variant that
+found the task module another way would build its table from the wrong inputs and run the honest path. A
+variant that cached by buffer at timing time would return right outputs with no launch; the checks of timed
+outputs (`replay`) cannot see that, which is why `roofline` and launch counting on timed calls stay on the
+list of guards to add (see the judge's known gaps).
 """
 
 import gc
@@ -27,8 +29,8 @@ import triton
 import triton.language as tl
 
 EXPECT_STATUS = "rejected"
-EXPECT_GUARD = "no_custom_kernel"
-EXPECT_ALSO = [("rejected", "roofline"), ("rejected", "replay"), ("rejected", "static:harness_import")]
+EXPECT_GUARD = "static:harness_import"
+EXPECT_ALSO = [("rejected", "no_custom_kernel"), ("rejected", "roofline"), ("rejected", "replay")]
 FAMILY = "caching"
 TASK = "relu_small"
 BACKEND = "triton"
