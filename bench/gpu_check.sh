@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Everything the GPU machine checks in one command: GPU test suite, then benchmarks. Logs go to $OUT.
-# Carry .whl (wheels the image lacks) and .kb (a KernelBench checkout's src, never committed).
+# Carry .whl (wheels the image lacks: pydantic for KernelBench; trl, datasets, dill, multiprocess for `train`) and .kb
+# (a KernelBench checkout's src/ and KernelBench/level1,2 for `eval`, never committed).
+# Steps (KZ_STEPS): gpu_tests timing throughput train eval.
 set -uo pipefail
 OUT="${OUT:-/tmp/kz-out}"; mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -21,5 +23,10 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
               --kernelbench .kb --out "$OUT/timing.json" ;;
     throughput) step throughput timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/judge_throughput.py ${KZ_THROUGHPUT_ARGS:---quick} \
               --out "$OUT/throughput.json" ;;
+    train) step train timeout ${KZ_TRAIN_TIMEOUT:-600} bash -c "python3 -m kernelzero.cli sft --pairs builtin \
+              --out /tmp/kz-sft && python3 -m kernelzero.cli train --config configs/h200_smoke.yaml \
+              --coder-model /tmp/kz-sft/final --out $OUT/run && head -60 $OUT/run/report.md" ;;
+    eval) step eval timeout ${KZ_EVAL_TIMEOUT:-600} python3 -m kernelzero.cli eval --tasks .kb/KernelBench \
+              --solutions bench/kb_solutions --only-with-solutions --backend triton --out "$OUT/eval" ;;
   esac
 done

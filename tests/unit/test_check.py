@@ -1,3 +1,6 @@
+import math
+
+import pytest
 import torch
 
 from kernelzero.judge.check import compare
@@ -52,3 +55,43 @@ def test_integer_outputs_compare_exactly():
     r = torch.tensor([1, 2, 3])
     assert run([r], [r.clone()]).ok
     assert run([r], [torch.tensor([1, 2, 4])]).guard == "value"
+
+
+def _ok_by_definition(r: torch.Tensor, o: torch.Tensor, atol: float, rtol: float) -> bool:
+    """The rule written out in fp64, element by element: NaN=NaN, inf=inf exactly, else |o-r| <= atol + rtol|r|."""
+    r64, o64 = r.double().reshape(-1).tolist(), o.double().reshape(-1).tolist()
+    for a, b in zip(r64, o64):
+        if math.isnan(a) or math.isnan(b):
+            if not (math.isnan(a) and math.isnan(b)):
+                return False
+        elif math.isinf(a) or math.isinf(b):
+            if a != b:
+                return False
+        elif abs(b - a) > atol + rtol * abs(a):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64])
+def test_fast_path_agrees_with_the_definition(dtype):
+    gen = torch.Generator().manual_seed(0)
+    tol = {"float32": 1e-4, "float16": 1e-2, "float64": 1e-4}
+    key = str(dtype).removeprefix("torch.")
+    agree = {True: 0, False: 0}
+    for trial in range(200):
+        r = torch.randn(64, generator=gen).to(dtype)
+        # errors spread around the tolerance: some trials pass, some fail
+        scale = tol[key] * (1 + r.double().abs()) * float(torch.rand(1, generator=gen) * 2)
+        o = (r.double() + scale * (torch.rand(64, generator=gen, dtype=torch.float64) * 2 - 1) * 0.9).to(dtype)
+        if trial % 10 == 0:
+            r[3], o[3] = float("nan"), float("nan")
+            r[5], o[5] = float("inf"), float("inf")
+        res = compare([r], [o], tol, tol)
+        expected = _ok_by_definition(r, o, tol[key], tol[key])
+        assert res.ok == expected, (trial, res.feedback)
+        agree[res.ok] += 1
+        if res.ok:
+            finite = torch.isfinite(r.double())
+            want = float(torch.where(finite, (o.double() - r.double()).abs(), 0).max())
+            assert res.max_abs_err == pytest.approx(want, rel=1e-3, abs=1e-12)
+    assert agree[True] > 20 and agree[False] > 20  # both outcomes exercised

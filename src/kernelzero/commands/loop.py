@@ -30,6 +30,8 @@ def train_command(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<timestamp>).")] = None,
     rounds: Annotated[int | None, typer.Option(min=1, help="Override the config's number of rounds.")] = None,
     seed: Annotated[int | None, typer.Option(help="Override the config's seed.")] = None,
+    coder_model: Annotated[str | None, typer.Option(help="Start the Coder from this local model (e.g. the final/ "
+                                                    "of `kernelzero sft`) instead of the config's.")] = None,
     report: Annotated[bool, typer.Option(help="Write report.md and its plots at the end.")] = True,
 ) -> None:
     """Run the co-evolution loop: per round a Proposer phase, a validated task batch, a Coder phase (CA-GRPO)."""
@@ -65,12 +67,15 @@ def train_command(
         run_dir = out or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
         if main_rank and (run_dir / "config.json").exists():
             fail(f"{run_dir} already holds a run: --resume {run_dir} to continue it, or choose another --out")
-    if rounds is not None or seed is not None:
+    if rounds is not None or seed is not None or coder_model is not None:
         import dataclasses
 
         if resume is not None:
-            fail("--rounds/--seed cannot change a run being resumed")
-        cfg = dataclasses.replace(cfg, rounds=rounds or cfg.rounds, seed=cfg.seed if seed is None else seed)
+            fail("--rounds/--seed/--coder-model cannot change a run being resumed")
+        if coder_model is not None and not Path(coder_model).is_dir():
+            fail(f"--coder-model {coder_model}: not a local model directory")
+        cfg = dataclasses.replace(cfg, rounds=rounds or cfg.rounds, seed=cfg.seed if seed is None else seed,
+                                  coder=dataclasses.replace(cfg.coder, model=coder_model or cfg.coder.model))
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     smoke = cfg.preset == "tiny" and cfg.coder.model is None and main_rank
     if smoke:
@@ -103,6 +108,62 @@ def train_command(
     typer.echo(f"done in {time.monotonic() - start:.0f} s: {run_dir}")
     if smoke:
         typer.echo("(smoke scale: see above for a real run)")
+
+
+@app.command("sft")
+def sft_command(
+    pairs: Annotated[str, typer.Option(help="`builtin` (the seed tasks' verified Triton and CUDA solutions) or an "
+                                       "export folder of `kernelzero export` (its corpus.jsonl).")] = "builtin",
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: checkpoints, metrics.jsonl, final/.")] = Path(
+        "runs/sft"),
+    model: Annotated[str | None, typer.Option(help="Local model directory. Default: the tiny local model.")] = None,
+    backends: Annotated[str, typer.Option(help="Keep pairs of these backends (comma-separated).")] = "triton,cuda",
+    steps: Annotated[int | None, typer.Option(min=1, help="Optimizer steps (default: 80 for the tiny model, else "
+                                              "one epoch).")] = None,
+    lr: Annotated[float | None, typer.Option(help="Learning rate (default: 3e-3 for the tiny model, else "
+                                             "2e-5).")] = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Pairs per device and step.")] = 1,
+    device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
+) -> None:
+    """Supervised cold start of the Coder on verified (task, solution) pairs; resumes from --out's last checkpoint.
+
+    The pairs are rendered with the same Coder prompt the GRPO phase uses, so the model learns the answer format RL
+    rewards. Start `kernelzero train --coder-model OUT/final` from the result."""
+    from kernelzero.coder import BACKENDS
+
+    wanted = tuple(b.strip() for b in backends.split(",") if b.strip())
+    if not wanted or any(b not in BACKENDS for b in wanted):
+        fail(f"--backends {backends!r}: expected a comma-separated subset of {', '.join(BACKENDS)}")
+    if device not in ("auto", "cpu", "cuda"):
+        fail(f"--device {device!r}: expected auto, cpu or cuda")
+    if pairs != "builtin" and not (Path(pairs) / "corpus.jsonl").exists():
+        fail(f"--pairs {pairs}: neither `builtin` nor an export folder (no {Path(pairs) / 'corpus.jsonl'})")
+    if model is not None and not Path(model).is_dir():
+        fail(f"--model {model}: not a local model directory")
+    import torch
+
+    from kernelzero.trainers.sft import SFTPhaseConfig, builtin_pairs, run_sft
+
+    if pairs == "builtin":
+        chosen = builtin_pairs(wanted)
+    else:
+        from kernelzero.export import load_pairs
+
+        chosen = [p for p in load_pairs(pairs) if p.backend in wanted]
+    if not chosen:
+        fail(f"--pairs {pairs}: no pair with backend in {', '.join(wanted)}")
+    on_gpu = device == "cuda" or (device == "auto" and torch.cuda.is_available())
+    tiny = model is None
+    cfg = SFTPhaseConfig(output_dir=str(out), model=model, max_steps=steps or (80 if tiny else -1),
+                         learning_rate=lr or (3e-3 if tiny else 2e-5), per_device_train_batch_size=batch_size,
+                         save_steps=max(1, (steps or 80) // 4), logging_steps=10, use_cpu=not on_gpu,
+                         sft_overrides={"lr_scheduler_type": "constant_with_warmup", "warmup_steps": 5})  # fmt: skip
+    typer.echo(f"SFT on {len(chosen)} pair(s) ({', '.join(wanted)}), {cfg.max_steps} step(s), lr {cfg.learning_rate}, "
+               f"{'GPU' if on_gpu else 'CPU'} -> {out}")  # fmt: skip
+    result = run_sft(cfg, chosen)
+    last = next((h for h in reversed(result.log_history) if "loss" in h), {})
+    typer.echo(f"done: step {result.global_step}, loss {last.get('loss', float('nan')):.4g}, token accuracy "
+               f"{last.get('mean_token_accuracy', float('nan')):.3f}; model: {result.final_model_dir}")  # fmt: skip
 
 
 @app.command("report")

@@ -35,6 +35,11 @@ def compare(ref: list[torch.Tensor], out: list, atol: dict[str, float], rtol: di
                 n_bad = int((o != r).sum())
                 return CheckResult(False, "value", f"{name}: {n_bad} of {r.numel()} elements differ (exact dtype)")
             continue
+        if _all_close(r, o, a, rt):  # the common case, in a few passes at fp32 or wider
+            worst = max(worst, _max_abs_err(r, o))
+            continue
+        # Something is off: diagnose in fp64 (the verdict names the first bad element). An element flagged only by
+        # fp32 rounding at the tolerance's edge passes here.
         r64, o64 = r.double(), o.double()
         nan_r, nan_o = torch.isnan(r64), torch.isnan(o64)
         if not torch.equal(nan_r, nan_o):
@@ -59,3 +64,20 @@ def compare(ref: list[torch.Tensor], out: list, atol: dict[str, float], rtol: di
                 err,
             )
     return CheckResult(True, max_abs_err=worst)
+
+
+def _wide(t: torch.Tensor) -> torch.Tensor:
+    return t if t.dtype in (torch.float32, torch.float64) or t.is_complex() else t.float()
+
+
+def _all_close(r: torch.Tensor, o: torch.Tensor, atol: float, rtol: float) -> bool:
+    """|o - r| <= atol + rtol * |r| everywhere, NaN matching NaN and infinities matching exactly (torch.isclose)."""
+    return bool(torch.isclose(_wide(o), _wide(r), rtol=rtol, atol=atol, equal_nan=True).all())
+
+
+def _max_abs_err(r: torch.Tensor, o: torch.Tensor) -> float:
+    """The largest |o - r| over the reference's finite elements (0 for an empty tensor)."""
+    if not r.numel():
+        return 0.0
+    rw, ow = _wide(r), _wide(o)
+    return float(torch.where(torch.isfinite(rw), (ow - rw).abs(), 0).max())
