@@ -95,3 +95,11 @@ def test_fast_path_agrees_with_the_definition(dtype):
             want = float(torch.where(finite, (o.double() - r.double()).abs(), 0).max())
             assert res.max_abs_err == pytest.approx(want, rel=1e-3, abs=1e-12)
     assert agree[True] > 20 and agree[False] > 20  # both outcomes exercised
+
+
+def test_quick_mismatch_skips_the_diagnosis():
+    r = torch.zeros(8)
+    full, quick = compare([r], [r + 1], TOL.atol, TOL.rtol), compare([r], [r + 1], TOL.atol, TOL.rtol, diagnose=False)
+    assert not full.ok and not quick.ok and full.guard == quick.guard == "value"
+    assert "first at flat index 0" in full.feedback and "first at" not in quick.feedback
+    assert compare([r], [r], TOL.atol, TOL.rtol, device="cpu", diagnose=False).ok

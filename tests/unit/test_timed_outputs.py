@@ -129,3 +129,24 @@ def test_parent_rejects_a_subclass_or_missing_set(tmp_path):
     assert judge._check_timed_outputs(tmp_path / "timed.pt", ref)[0] == "tensor_subclass"
     torch.save(ref.timed_outputs[:2], tmp_path / "short.pt")
     assert judge._check_timed_outputs(tmp_path / "short.pt", ref)[0] == "replay"
+
+
+def _stats(events_ms: float, wall_ms: float) -> dict:
+    return {"events": {"median_ms": events_ms}, "wall": {"median_ms": wall_ms}}
+
+
+def test_roofline_rejects_a_time_below_writing_the_outputs():
+    from kernelzero.judge.guards import timing_violation
+
+    big = 512 * 2**20  # (512 - 128) MiB past L2 at 10 TB/s takes 40 us
+    assert timing_violation(_stats(0.0030, 0.03), big, 10.0)[0] == "roofline"
+    assert timing_violation(_stats(0.1200, 0.15), big, 10.0) is None  # 4.5 TB/s: an H200 at full speed
+    assert timing_violation(_stats(0.0030, 0.02), 64 * 2**20, 10.0) is None  # may sit in L2 when the kernel ends
+
+
+def test_side_stream_rejects_work_the_events_do_not_see():
+    from kernelzero.judge.guards import timing_violation
+
+    assert timing_violation(_stats(0.010, 2.0), 0, 10.0)[0] == "side_stream"  # 2 ms of work, 10 us on the events
+    assert timing_violation(_stats(0.010, 0.080), 0, 10.0) is None  # host launch cost of a small honest kernel
+    assert timing_violation(_stats(1.50, 1.60), 0, 10.0) is None  # a long honest kernel

@@ -33,7 +33,7 @@ import torch
 from kernelzero.judge.build import BuildFarm
 from kernelzero.judge.check import compare
 from kernelzero.judge.env import fingerprint
-from kernelzero.judge.guards import STATIC, library_op_violation
+from kernelzero.judge.guards import STATIC, library_op_violation, timing_violation
 from kernelzero.judge.options import BACKENDS, JudgeOptions
 from kernelzero.judge.sandbox import ChannelError, Sandbox, WarmSandboxes, isolation_mode
 from kernelzero.judge.verdict import Timing, Verdict
@@ -106,6 +106,8 @@ class Judge:
         self.sandbox_env: dict[str, str] = {}
         self.gpu_slots: threading.Semaphore | None = None
         self.warm: WarmSandboxes | None = None
+        # Where outputs are compared: this judge's GPU when it has one (pools set the device index per judge).
+        self.compare_device: str | None = "cuda" if self.device == "cuda" else None
 
     @property
     def timed(self) -> bool:
@@ -281,18 +283,8 @@ class Judge:
                 raise fail("rejected", f"outputs did not load as plain tensors: {exc}", "tensor_subclass") from None
             if msg["structures"] != ref.structures:
                 raise fail("incorrect", f"output structure {msg['structures'][0]} != {ref.structures[0]}", "structure")
-            worst = 0.0
-            for trial, (r, out) in enumerate(zip(ref.outputs, outputs)):
-                res = compare(r, out, o.atol, o.rtol)
-                if not res.ok:
-                    status = "rejected" if res.guard == "tensor_subclass" else "incorrect"
-                    raise fail(status, f"trial {trial + 1}/{len(ref.outputs)}: {res.feedback}", res.guard)
-                worst = max(worst, res.max_abs_err)
-            for k, (r, out) in enumerate(zip(ref.replay_outputs, data["replay"])):
-                res = compare(r, out, o.atol, o.rtol)
-                if not res.ok:  # right on fresh inputs, wrong on the same buffer with new contents: a cache
-                    raise fail("rejected", f"replay {k + 1}/{len(ref.replay)} (an input buffer reused with new "
-                               f"contents) gave a stale or wrong output: {res.feedback}", "replay")  # fmt: skip
+            with self._trials_guard():  # on the GPU the comparisons are GPU work: never while a module is timed
+                worst = self._compare_trials(ref, outputs, data["replay"], fail)
             violation = library_op_violation(ref.ops, msg.get("ops", {}), msg.get("launches"), o.library_ops)
             if violation is not None:
                 raise fail("rejected", violation, "no_custom_kernel")
@@ -307,8 +299,13 @@ class Judge:
                 with self.timing_lock:
                     sb.send({"cmd": "time", "timing_seeds": ref.timing_seeds})
                     msg = expect("timing", o.run_timeout_s, "time")
-                bad = self._check_timed_outputs(sb.scratch / msg["timed_file"], ref)
+                with self._trials_guard():
+                    bad = self._check_timed_outputs(sb.scratch / msg["timed_file"], ref)
                 if bad is not None:  # honest only while not timed
+                    raise fail("rejected", bad[1], bad[0])
+                written = min(sum(t.numel() * t.element_size() for t in ref.outputs[0]), msg.get("storage_bytes", 0))
+                bad = timing_violation(msg["candidate"], written if o.roofline_tbs > 0 else 0, o.roofline_tbs or 1.0)
+                if bad is not None:
                     raise fail("rejected", bad[1], bad[0])
                 self._attach_timing(verdict, msg["candidate"], ref)
             expect("done", 30, "finish")
@@ -318,6 +315,23 @@ class Judge:
             sb.cleanup()
             if self.gpu_slots is not None:
                 self.gpu_slots.release()
+
+    def _compare_trials(self, ref: Reference, outputs: list, replay: list, fail: Callable) -> float:
+        """Trials, then replay trials, against the reference; raises `fail(...)`; returns the worst abs error."""
+        o = self.options
+        worst = 0.0
+        for trial, (r, out) in enumerate(zip(ref.outputs, outputs)):
+            res = compare(r, out, o.atol, o.rtol, self.compare_device)
+            if not res.ok:
+                status = "rejected" if res.guard == "tensor_subclass" else "incorrect"
+                raise fail(status, f"trial {trial + 1}/{len(ref.outputs)}: {res.feedback}", res.guard)
+            worst = max(worst, res.max_abs_err)
+        for k, (r, out) in enumerate(zip(ref.replay_outputs, replay)):
+            res = compare(r, out, o.atol, o.rtol, self.compare_device)
+            if not res.ok:  # right on fresh inputs, wrong on the same buffer with new contents: a cache
+                raise fail("rejected", f"replay {k + 1}/{len(ref.replay)} (an input buffer reused with new "
+                           f"contents) gave a stale or wrong output: {res.feedback}", "replay")  # fmt: skip
+        return worst
 
     def _check_timed_outputs(self, path: Path, ref: Reference) -> tuple[str, str] | None:
         """Guard `replay`, timed calls: outputs made while the clock ran (flush buffer live, timing inputs) must
@@ -330,7 +344,7 @@ class Judge:
         if len(timed) != len(ref.timed_outputs):
             return "replay", f"{len(timed)} timed outputs kept, expected {len(ref.timed_outputs)}"
         for j, ((structure, out), (ref_structure, expected)) in enumerate(zip(timed, ref.timed_outputs)):
-            res = compare(expected, out, self.options.atol, self.options.rtol)
+            res = compare(expected, out, self.options.atol, self.options.rtol, self.compare_device)
             if structure != ref_structure or not res.ok:
                 why = f"output structure {structure} != {ref_structure}" if structure != ref_structure else res.feedback
                 guard = "tensor_subclass" if res.guard == "tensor_subclass" else "replay"
@@ -378,7 +392,7 @@ def degenerate_canary(outputs: list[list[torch.Tensor]], identity: list[list], a
         if len(trials) != len(outputs):
             continue
         ok = all(
-            c is not None and r.is_floating_point() and compare([r], [c], atol, rtol).ok
+            c is not None and r.is_floating_point() and compare([r], [c], atol, rtol, diagnose=False).ok
             for outs, cans in zip(outputs, trials) for r, c in zip(outs, cans)
         )  # fmt: skip
         if ok:

@@ -304,3 +304,32 @@ def library_op_violation(ref_ops: dict[str, int], cand_ops: dict[str, int], laun
             return (f"forward calls the library op the task asks you to replace ({fam}) on the full problem; "
                     "write that computation in your own kernel")  # fmt: skip
     return None
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Timing guards (GPU), checked in the parent on the candidate's timing summary. Backstops: they reject only times
+# no honest module can reach, so they never decide between two honest kernels.
+# ---------------------------------------------------------------------------------------------------------------------
+SIDE_STREAM_MIN_MS = 0.2  # wall minus event time an honest call never shows (host launch cost is ~0.01-0.1 ms)
+ROOFLINE_CACHE_BYTES = 128 * 2**20  # output bytes a kernel may leave in L2 when it ends (above any GPU's L2 size)
+
+
+def timing_violation(cand: dict, output_bytes: int, bandwidth_tbs: float) -> tuple[str, str] | None:
+    """(guard, feedback) when the candidate's timing is physically impossible or hides work from the events.
+
+    roofline: the median event time is below what writing the outputs alone takes at `bandwidth_tbs` (set above any
+    GPU's memory bandwidth), less what L2 can hold when the kernel ends: timed calls that return an output computed
+    earlier, or launch nothing. It bites on large outputs only.
+    side_stream: each call's wall time (device-wide syncs around it) exceeds its event time by more than
+    SIDE_STREAM_MIN_MS and by more than the event time itself: work was left on a stream the events do not see.
+    """
+    events, wall = cand["events"]["median_ms"], cand["wall"]["median_ms"]
+    floor_ms = max(0, output_bytes - ROOFLINE_CACHE_BYTES) / (bandwidth_tbs * 1e12) * 1e3
+    if events < floor_ms:
+        return "roofline", (f"median {events * 1e3:.2f} us per call is below the {floor_ms * 1e3:.2f} us needed only "
+                            f"to write the {output_bytes / 2**20:.1f} MiB of outputs at {bandwidth_tbs:g} TB/s")
+    hidden = wall - events
+    if hidden > SIDE_STREAM_MIN_MS and hidden > events:
+        return "side_stream", (f"a call takes {wall:.3f} ms of wall time between device-wide syncs but {events:.3f} "
+                               "ms on the current stream's events: work runs where the timer does not look")
+    return None

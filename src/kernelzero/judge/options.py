@@ -42,6 +42,9 @@ class JudgeOptions:
     `allow_gemm` (mixed policy): GEMMs and convolutions may stay in the library (cuBLAS/cuDNN) when the solution also
     launches a kernel of its own (the fused epilogue); every other main op is still rejected. Zero launches of the
     solution's own kernels is rejected under both."""
+    roofline_tbs: float = 10.0
+    """Memory bandwidth (TB/s) for the `roofline` guard's floor: no call can write its outputs faster than this. Set
+    above every GPU's (H200 4.8, B200 8); 0 turns the guard off."""
     memory_limit_gb: float = 16.0
     """Address-space limit of CPU workers (not applied on GPU: CUDA reserves huge virtual ranges)."""
 

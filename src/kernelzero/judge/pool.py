@@ -80,8 +80,9 @@ class JudgePool:
             cache_dir = cache_dir or os.path.join(tempfile.gettempdir(), "kernelzero-build-cache")
             self.farm = BuildFarm(cache_dir, arch=self.judge_.env.get("capability") or "9.0", workers=build_workers,
                                   timeout_s=self.judge_.options.build_timeout_s)  # fmt: skip
-            for judge, dev in zip(self.judges, visible):
+            for index, (judge, dev) in enumerate(zip(self.judges, visible)):
                 judge.sandbox_env = {"CUDA_VISIBLE_DEVICES": dev}
+                judge.compare_device = f"cuda:{index}"  # the same GPU, as this process numbers it
                 judge.gpu_slots = threading.BoundedSemaphore(slots_per_gpu)
                 judge.timing_lock = SharedExclusiveLock()  # timing alone on its GPU; trials share it
                 judge.farm = self.farm

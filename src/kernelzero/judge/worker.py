@@ -165,6 +165,7 @@ def _forward(torch, bound: _Bound, model, inputs: list, device: str, recorder=No
         for x in inputs:
             if isinstance(x, bound.tensor_type) and t.numel() and x.numel() and _shares_storage(t, x):
                 raise GuardViolation("aliasing", "an output shares memory with an input")
+    bound.storage_bytes = sum(t.untyped_storage().nbytes() for t in items)  # memory the outputs really span
     return structure, [t.detach().to("cpu", copy=True).contiguous() for t in items]
 
 
@@ -435,7 +436,8 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     except Exception as exc:
         raise StageError("timing", exc) from exc
     save_captured(torch, bound, stats.pop("captured"), Path(job["scratch"]) / "timed.pt")
-    chan.send({"event": "timing", "candidate": stats, "timed_file": "timed.pt"})
+    chan.send({"event": "timing", "candidate": stats, "timed_file": "timed.pt",
+               "storage_bytes": getattr(bound, "storage_bytes", 0)})  # fmt: skip
 
 
 def _job_build(job: dict, chan: Channel, torch, bound: _Bound) -> None:
