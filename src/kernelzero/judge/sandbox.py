@@ -5,7 +5,9 @@ What is isolated (when `unshare` works, i.e. as root on Linux; `Sandbox.isolatio
   any other process (`os.kill(os.getppid(), 9)` and `os.killpg(0, 9)` hit only the worker's own namespace);
 - network: a new network namespace with only a down loopback interface;
 - files: a private mount namespace where every mount is re-mounted read-only except the job's scratch directory,
-  and /dev/shm is a fresh private tmpfs. A candidate cannot leave anything for a later candidate to read;
+  other jobs' scratch directories are hidden under a fresh tmpfs (a candidate cannot read a sibling's outputs, e.g.
+  a correct neighbour's in the same GRPO group, nor a reference's), and /dev/shm is a fresh private tmpfs. A
+  candidate cannot leave anything for a later candidate to read;
 - resources: a wall-clock timeout with a hard kill of the whole namespace, RLIMIT_CORE=0, RLIMIT_FSIZE, and on CPU
   jobs RLIMIT_AS (not on GPU jobs: CUDA reserves huge virtual ranges, so an address-space limit breaks it).
 What is NOT isolated: the GPU itself (a candidate can fill device memory or fault; the worker is discarded after
@@ -41,20 +43,52 @@ _HEADER = struct.Struct(">I")
 _MAC_LEN = 32
 MAX_MESSAGE = 16 * 1024 * 1024  # a message is metadata; tensors travel as files in the scratch dir
 
-# Run inside the new namespaces, before the worker: make everything read-only but the scratch dir.
+# Run inside the new namespaces, before the worker: hide every other job's scratch directory, then make everything
+# read-only but our own scratch. The veil is a fresh tmpfs over the scratch root (or over /dev/shm when the scratch
+# lives there, which then doubles as the job's private /dev/shm); our scratch is held on /mnt meanwhile and bound
+# back in place. Without /mnt the siblings stay visible (read-only), as before.
 _PRELUDE = r"""
 set -e
 mount --make-rprivate /
-mount --bind "$KZ_SCRATCH" "$KZ_SCRATCH"
+case "$KZ_SCRATCH" in
+  /dev/shm/*) veil=/dev/shm; veil_opts=size=2g,mode=1777 ;;
+  *) veil=$(dirname "$KZ_SCRATCH"); veil_opts=size=1m,mode=755 ;;
+esac
+if [ -d /mnt ]; then
+  mount --bind "$KZ_SCRATCH" /mnt
+  mount -t tmpfs -o "$veil_opts" kz-veil "$veil"
+  mkdir -p "$KZ_SCRATCH"
+  mount --bind /mnt "$KZ_SCRATCH"
+  umount /mnt
+else
+  mount --bind "$KZ_SCRATCH" "$KZ_SCRATCH"
+fi
 for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do
   case "$mp" in
     /proc|/proc/*|/dev|/dev/pts|/dev/shm|/sys|/sys/*|"$KZ_SCRATCH") ;;
     *) mount -o remount,bind,ro "$mp" 2>/dev/null || true ;;
   esac
 done
-mount -t tmpfs -o size=2g,mode=1777 kz-shm /dev/shm 2>/dev/null || true
+if [ "$veil" != /dev/shm ]; then mount -t tmpfs -o size=2g,mode=1777 kz-shm /dev/shm 2>/dev/null || true; fi
 exec "$@"
 """
+
+SHM_MIN_FREE = 16 * 2**30  # /dev/shm holds job scratch (outputs and reference results) only when this much is free
+
+
+def default_scratch_root() -> str:
+    """Where job scratch directories go: $KERNELZERO_SCRATCH, else /dev/shm/kernelzero-scratch when /dev/shm is a
+    roomy tmpfs (outputs cross between processes as files: RAM speed instead of disk speed), else the temp dir."""
+    root = os.environ.get("KERNELZERO_SCRATCH")
+    if not root:
+        try:
+            shm = os.statvfs("/dev/shm")
+            roomy = shm.f_bavail * shm.f_frsize >= SHM_MIN_FREE and os.access("/dev/shm", os.W_OK)
+        except OSError:
+            roomy = False
+        root = "/dev/shm/kernelzero-scratch" if roomy else os.path.join(tempfile.gettempdir(), "kernelzero-scratch")
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    return root
 
 
 class ChannelError(Exception):
@@ -155,7 +189,7 @@ class Sandbox:
     scratch_root: str | None = None
 
     def __post_init__(self) -> None:
-        self.scratch = Path(tempfile.mkdtemp(prefix="kz-job-", dir=self.scratch_root))
+        self.scratch = Path(tempfile.mkdtemp(prefix="kz-job-", dir=self.scratch_root or default_scratch_root()))
         self.isolation = isolation_mode()
         self._key = os.urandom(32)
         self._proc: subprocess.Popen | None = None
