@@ -23,6 +23,7 @@ import hashlib
 import random
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +88,12 @@ class Reference:
     degenerate: str | None = None  # the canary that passes the check on this task (zeros, mean, input), if any
     timed_outputs: list = field(default_factory=list)  # [(structure, tensors)] per timing input set (guard replay)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of tensors this reference keeps (outputs, replay and timed outputs)."""
+        groups = [*self.outputs, *self.replay_outputs, *(ts for _, ts in self.timed_outputs)]
+        return sum(t.numel() * t.element_size() for g in groups for t in g if isinstance(t, torch.Tensor))
+
 
 class Judge:
     """Judges candidates against tasks. Thread-safe: a pool calls `judge` from many threads."""
@@ -96,7 +103,7 @@ class Judge:
         self.device = self.options.resolved_device()
         self.isolation = isolation_mode()
         self.env = fingerprint(self.device, self.options.allow_tf32, self.isolation)
-        self._refs: dict[str, Reference] = {}
+        self._refs: OrderedDict[str, Reference] = OrderedDict()  # least recently used first
         self._ref_locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
         self.timing_lock = threading.Lock()  # one timed module at a time on the GPU
@@ -138,9 +145,26 @@ class Judge:
         with self._lock:
             lock = self._ref_locks.setdefault(key, threading.Lock())
         with lock:
-            if key not in self._refs:
-                self._refs[key] = self._run_reference(task)
-            return self._refs[key]
+            with self._lock:
+                ref = self._refs.get(key)
+                if ref is not None:
+                    self._refs.move_to_end(key)
+                    return ref
+            ref = self._run_reference(task)
+            with self._lock:
+                self._refs[key] = ref
+                self._evict()
+            return ref
+
+    def _evict(self) -> None:
+        """Drop least recently used references past `reference_cache_gb` (a long run meets thousands of tasks). An
+        evicted task gets a fresh reference, with fresh seeds, when it comes back. Called under `self._lock`."""
+        budget = self.options.reference_cache_gb * 2**30
+        total = sum(r.nbytes for r in self._refs.values())
+        while len(self._refs) > 1 and total > budget:
+            key, old = self._refs.popitem(last=False)
+            self._ref_locks.pop(key, None)
+            total -= old.nbytes
 
     def _trials_guard(self):
         shared = getattr(self.timing_lock, "shared", None)  # a SharedExclusiveLock when a pool set one

@@ -45,6 +45,8 @@ class JudgeOptions:
     roofline_tbs: float = 10.0
     """Memory bandwidth (TB/s) for the `roofline` guard's floor: no call can write its outputs faster than this. Set
     above every GPU's (H200 4.8, B200 8); 0 turns the guard off."""
+    reference_cache_gb: float = 8.0
+    """Reference results kept in the judge's memory (least recently used tasks dropped past this)."""
     memory_limit_gb: float = 16.0
     """Address-space limit of CPU workers (not applied on GPU: CUDA reserves huge virtual ranges)."""
 
