@@ -27,6 +27,6 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
               --out /tmp/kz-sft && python3 -m kernelzero.cli train --config configs/h200_smoke.yaml \
               --coder-model /tmp/kz-sft/final --out $OUT/run && head -60 $OUT/run/report.md" ;;
     eval) step eval timeout ${KZ_EVAL_TIMEOUT:-600} python3 -m kernelzero.cli eval --tasks .kb/KernelBench \
-              --solutions bench/kb_solutions --only-with-solutions --backend triton --out "$OUT/eval" ;;
+              --solutions bench/kb_solutions --only-with-solutions --backend triton --workers 1 --out "$OUT/eval" ;;
   esac
 done
