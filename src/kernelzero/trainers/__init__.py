@@ -26,7 +26,7 @@ from kernelzero.trainers.proposer import (
     build_proposer_trainer,
     run_proposer_phase,
 )
-from kernelzero.trainers.sft import SFTPhaseConfig, SolutionPair, build_sft_trainer, run_sft
+from kernelzero.trainers.sft import SFTPhaseConfig, SolutionPair, build_sft_trainer, builtin_pairs, run_sft
 
 __all__ = [
     "CoderGRPOTrainer",
@@ -45,6 +45,7 @@ __all__ = [
     "build_coder_trainer",
     "build_proposer_trainer",
     "build_sft_trainer",
+    "builtin_pairs",
     "coder_answer",
     "coder_dataset",
     "coder_prompt",

@@ -7,12 +7,14 @@ format RL then rewards. The loss covers the completion only (TRL's default for p
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
 
 from kernelzero.coder import BACKENDS
-from kernelzero.tasks import Task
+from kernelzero.tasks import Task, load_task
 from kernelzero.trainers.coder import PromptFn, coder_answer, coder_prompt
 from kernelzero.trainers.common import (
     MetricsJsonlCallback,
@@ -36,6 +38,35 @@ class SolutionPair:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ValueError(f"SolutionPair.backend must be one of {BACKENDS}, got {self.backend!r}")
+
+
+def _data_root():
+    return resources.files("kernelzero").joinpath("data")
+
+
+def builtin_pairs(backends: Iterable[str] = ("triton", "cuda")) -> list[SolutionPair]:
+    """The shipped seed tasks paired with their judged solutions (`data/seed_solutions/<backend>/<task>.py`).
+
+    Tasks are named as `coevolve.seed_tasks("builtin")` names them (`seed-<stem>`); one pair per task and backend.
+    """
+    backends = tuple(backends)
+    for backend in backends:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    data = _data_root()
+    pairs = []
+    with resources.as_file(data.joinpath("seed_tasks")) as folder:
+        for path in sorted(folder.glob("*.py")):
+            task = dataclasses.replace(load_task(path), name=f"seed-{path.stem}", origin="user", path=None)
+            for backend in backends:
+                solution = data.joinpath("seed_solutions", backend, path.name)
+                if not solution.is_file():
+                    raise FileNotFoundError(
+                        f"seed task {path.name!r} has no {backend} solution: expected kernelzero/data/seed_solutions/"
+                        f"{backend}/{path.name}"
+                    )
+                pairs.append(SolutionPair(task, solution.read_text(encoding="utf-8"), backend))
+    return pairs
 
 
 @dataclass
