@@ -45,3 +45,38 @@ def test_one_sft_step_changes_the_parameters(tiny_model_dir, tmp_path):
     assert loss > 0
     changed = [n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])]
     assert len(changed) == len(before)
+
+
+def test_sft_command_trains_on_the_builtin_pairs(tiny_model_dir, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from kernelzero.cli import app
+
+    out = tmp_path / "sft"
+    args = ["sft", "--model", str(tiny_model_dir), "--backends", "triton", "--steps", "2", "--batch-size", "2",
+            "--lr", "1e-3", "--device", "cpu", "--out", str(out)]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "SFT on 4 pair(s) (triton), 2 step(s), lr 0.001, CPU" in result.output
+    assert (out / "final" / "config.json").exists()
+    steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert max(steps) == 2
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--backends", "metal"], "--backends 'metal'"),
+    (["--pairs", "/nowhere"], "--pairs /nowhere: neither `builtin` nor an export folder"),
+    (["--model", "/nowhere"], "--model /nowhere: not a local model directory"),
+    (["--device", "tpu"], "--device 'tpu'"),
+])  # fmt: skip
+def test_sft_command_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
+    from typer.testing import CliRunner
+
+    from kernelzero.cli import app
+
+    result = CliRunner().invoke(app, ["sft", "--out", str(tmp_path / "x"), *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert not (tmp_path / "x").exists()

@@ -118,11 +118,12 @@ def sft_command(
         "runs/sft"),
     model: Annotated[str | None, typer.Option(help="Local model directory. Default: the tiny local model.")] = None,
     backends: Annotated[str, typer.Option(help="Keep pairs of these backends (comma-separated).")] = "triton,cuda",
-    steps: Annotated[int | None, typer.Option(min=1, help="Optimizer steps (default: 80 for the tiny model, else "
-                                              "one epoch).")] = None,
+    steps: Annotated[int | None, typer.Option(min=1, help="Optimizer steps (default: 120 for the tiny model, which "
+                                              "then reproduces the pairs; else one epoch).")] = None,
     lr: Annotated[float | None, typer.Option(help="Learning rate (default: 3e-3 for the tiny model, else "
                                              "2e-5).")] = None,
-    batch_size: Annotated[int, typer.Option(min=1, help="Pairs per device and step.")] = 1,
+    batch_size: Annotated[int | None, typer.Option(min=1, help="Pairs per device and step (default: up to 8 for "
+                                                   "the tiny model, else 1).")] = None,
     device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
 ) -> None:
     """Supervised cold start of the Coder on verified (task, solution) pairs; resumes from --out's last checkpoint.
@@ -154,9 +155,11 @@ def sft_command(
         fail(f"--pairs {pairs}: no pair with backend in {', '.join(wanted)}")
     on_gpu = device == "cuda" or (device == "auto" and torch.cuda.is_available())
     tiny = model is None
-    cfg = SFTPhaseConfig(output_dir=str(out), model=model, max_steps=steps or (80 if tiny else -1),
-                         learning_rate=lr or (3e-3 if tiny else 2e-5), per_device_train_batch_size=batch_size,
-                         save_steps=max(1, (steps or 80) // 4), logging_steps=10, use_cpu=not on_gpu,
+    steps = steps or (120 if tiny else -1)
+    cfg = SFTPhaseConfig(output_dir=str(out), model=model, max_steps=steps,
+                         learning_rate=lr or (3e-3 if tiny else 2e-5),
+                         per_device_train_batch_size=batch_size or (min(8, len(chosen)) if tiny else 1),
+                         save_steps=max(1, steps // 4) if steps > 0 else 500, logging_steps=10, use_cpu=not on_gpu,
                          sft_overrides={"lr_scheduler_type": "constant_with_warmup", "warmup_steps": 5})  # fmt: skip
     typer.echo(f"SFT on {len(chosen)} pair(s) ({', '.join(wanted)}), {cfg.max_steps} step(s), lr {cfg.learning_rate}, "
                f"{'GPU' if on_gpu else 'CPU'} -> {out}")  # fmt: skip
