@@ -80,3 +80,16 @@ def test_sft_command_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
     assert result.exit_code == 2
     assert message in result.output
     assert not (tmp_path / "x").exists()
+
+
+def test_trl_all_none_warning_is_shortened(caplog):
+    import logging
+
+    import kernelzero.trainers.common  # noqa: F401  (installs the filter)
+
+    log = logging.getLogger("trl.trainer.grpo_trainer")
+    with caplog.at_level(logging.WARNING, logger="trl.trainer.grpo_trainer"):
+        log.warning("All reward functions returned None for the following kwargs:\n%s", {"prompt": "x" * 5000})
+    (record,) = caplog.records
+    assert record.getMessage().startswith("All reward functions returned None")
+    assert len(record.getMessage()) < 400 and "more characters]" in record.getMessage()

@@ -17,6 +17,22 @@ from transformers import TrainerCallback
 
 logger = logging.getLogger("kernelzero.trainers")
 
+
+class _Shorten(logging.Filter):
+    """TRL warns about a group whose rewards are all None (judge infra_error) by printing every kwarg of the row:
+    the whole prompt and completion, thousands of characters per warning. Keep the first line's worth."""
+
+    LIMIT = 300
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if len(message) > self.LIMIT:
+            record.msg, record.args = message[: self.LIMIT] + f"... [{len(message) - self.LIMIT} more characters]", ()
+        return True
+
+
+logging.getLogger("trl.trainer.grpo_trainer").addFilter(_Shorten())
+
 VLLM_MODES = ("colocate", "server")
 
 
