@@ -46,7 +46,8 @@ MAX_MESSAGE = 16 * 1024 * 1024  # a message is metadata; tensors travel as files
 # Run inside the new namespaces, before the worker: hide every other job's scratch directory, then make everything
 # read-only but our own scratch. The veil is a fresh tmpfs over the scratch root (or over /dev/shm when the scratch
 # lives there, which then doubles as the job's private /dev/shm); our scratch is held on /mnt meanwhile and bound
-# back in place. Without /mnt the siblings stay visible (read-only), as before.
+# back in place. Where that cannot be done (no /mnt, tmpfs refused) the siblings stay visible (read-only), as before,
+# and the worker's KZ_SCRATCH_VEIL says `none`.
 _PRELUDE = r"""
 set -e
 mount --make-rprivate /
@@ -54,15 +55,20 @@ case "$KZ_SCRATCH" in
   /dev/shm/*) veil=/dev/shm; veil_opts=size=2g,mode=1777 ;;
   *) veil=$(dirname "$KZ_SCRATCH"); veil_opts=size=1m,mode=755 ;;
 esac
-if [ -d /mnt ]; then
-  mount --bind "$KZ_SCRATCH" /mnt
-  mount -t tmpfs -o "$veil_opts" kz-veil "$veil"
-  mkdir -p "$KZ_SCRATCH"
-  mount --bind /mnt "$KZ_SCRATCH"
+if [ -d /mnt ] && mount --bind "$KZ_SCRATCH" /mnt 2>/dev/null; then
+  if mount -t tmpfs -o "$veil_opts" kz-veil "$veil" 2>/dev/null; then
+    mkdir -p "$KZ_SCRATCH"
+    mount --bind /mnt "$KZ_SCRATCH"
+  else
+    veil=none
+    mount --bind "$KZ_SCRATCH" "$KZ_SCRATCH"
+  fi
   umount /mnt
 else
+  veil=none
   mount --bind "$KZ_SCRATCH" "$KZ_SCRATCH"
 fi
+export KZ_SCRATCH_VEIL="$veil"
 for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do
   case "$mp" in
     /proc|/proc/*|/dev|/dev/pts|/dev/shm|/sys|/sys/*|"$KZ_SCRATCH") ;;
