@@ -118,7 +118,7 @@ class Judge:
 
     @property
     def timed(self) -> bool:
-        return self.device == "cuda" and self.options.timing
+        return self.options.timing and (self.device == "cuda" or self.options.timing_on_cpu)
 
     # ------------------------------------------------------------------ public
     def judge(self, task: Task, source: str, backend: str) -> Verdict:

@@ -22,7 +22,10 @@ class JudgeOptions:
     allow_tf32: bool = False
     """Precision policy. TF32 off for reference and candidate unless set; recorded in the verdict."""
     timing: bool = True
-    """Time candidate and reference (GPU only; CPU verdicts are never timed)."""
+    """Time candidate and reference (GPU only; CPU verdicts are never timed, unless `timing_on_cpu`)."""
+    timing_on_cpu: bool = False
+    """Run the timing stage on CPU as well, with host clocks: it exercises the whole timing protocol and its guards
+    (tests, CI). CPU runtimes say nothing about a kernel's speed: never use them as rewards."""
     compile_baseline: bool = True
     """Also time `torch.compile` of the reference, for `speedup_compile`."""
     timing_sets: int = 3

@@ -42,7 +42,10 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
     `captured`, in input-set order, for the `replay` guard: outputs made under timing conditions are checked too.
     """
     cfg = cfg if isinstance(cfg, TimingConfig) else TimingConfig(**cfg)
-    flush = torch.empty(cfg.l2_flush_bytes // 4, dtype=torch.float32, device="cuda") if cfg.flush_l2 else None
+    on_gpu = torch.cuda.is_available()  # else host clocks (JudgeOptions.timing_on_cpu): no cache to flush
+    flush = None
+    if cfg.flush_l2 and on_gpu:
+        flush = torch.empty(cfg.l2_flush_bytes // 4, dtype=torch.float32, device="cuda")
     with torch.no_grad():
         for i in range(cfg.warmup):
             model(*input_sets[i % len(input_sets)])

@@ -120,6 +120,23 @@ class _Bound:
             self.event = torch.cuda.Event
             self.synchronize = torch.cuda.synchronize
             self.elapsed = torch.cuda.Event.elapsed_time
+        else:  # host clocks, for the timing protocol on CPU (JudgeOptions.timing_on_cpu)
+            self.event = _host_event(time.perf_counter)
+            self.synchronize = lambda: None
+            self.elapsed = lambda start, end: (end.t - start.t) * 1e3
+
+
+def _host_event(clock):
+    """A stand-in for torch.cuda.Event on CPU: `record()` reads `clock` (bound here, before candidate import)."""
+
+    class HostEvent:
+        def __init__(self, enable_timing: bool = True):
+            self.t = 0.0
+
+        def record(self) -> None:
+            self.t = clock()
+
+    return HostEvent
 
 
 # Extension points for the reward-hacking guards (issue 4): called with (stage, context dict) inside the worker.

@@ -1,0 +1,83 @@
+"""The timing stage end to end on CPU (`timing_on_cpu`, host clocks): the protocol a GPU judge runs, in CI.
+
+Reference and candidate workers time the module, keep one timed call's output per timing input set, and the
+parent checks them (guard `replay`) before it attaches runtimes. CPU figures say nothing about speed; what is
+asserted is the protocol and the guard.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from kernelzero.judge import JudgeOptions
+from kernelzero.judge.core import Judge
+from kernelzero.tasks import Task
+
+FIX = Path(__file__).parents[1] / "fixtures" / "judge"
+TRIALS, REPLAYS = 2, 5  # JudgeOptions.trials, and len(core._replay_plan(trials))
+
+# Honest for every call of the correctness stage (trials, then replays), stale for every call after: the timed ones.
+HONEST_UNTIL_TIMED = f'''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+        self.last = None
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls > {TRIALS + REPLAYS} and self.last is not None:
+            return self.last.clone()
+        y = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 256),)](x, y, x.numel(), BLOCK=256)
+        self.last = y
+        return y
+'''
+
+
+@pytest.fixture(scope="module")
+def judge():
+    from kernelzero.judge.core import _replay_plan
+
+    assert len(_replay_plan(TRIALS)) == REPLAYS
+    opts = JudgeOptions(device="cpu", trials=TRIALS, timing_on_cpu=True, compile_baseline=False, warmup=1,
+                        min_calls=6, max_calls=6, budget_s=0.01)  # fmt: skip
+    return Judge(opts)
+
+
+@pytest.fixture(scope="module")
+def task():
+    return Task.from_file(FIX / "relu_task.py")
+
+
+def test_honest_kernel_is_timed_through_the_whole_protocol(judge, task):
+    v = judge.judge(task, (FIX / "relu_triton_ok.py").read_text(), "triton")
+    assert v.status == "ok", v.feedback
+    assert v.timed and v.runtime.n == 6 and v.ref_runtime.n == 6
+    assert v.speedup_eager == pytest.approx(v.ref_runtime.median_ms / v.runtime.median_ms)
+    assert v.compile_runtime is None  # baseline off
+
+
+def test_module_honest_only_until_timed_is_rejected(judge, task):
+    v = judge.judge(task, HONEST_UNTIL_TIMED, "triton")
+    assert (v.status, v.guard) == ("rejected", "replay"), v.feedback
+    assert "a timed call on input set" in v.feedback
+
+
+def test_the_same_module_passes_a_judge_that_does_not_time(task):
+    """The cheat is invisible to correctness checks alone: what catches it is the check of timed outputs."""
+    v = Judge(JudgeOptions(device="cpu", trials=TRIALS)).judge(task, HONEST_UNTIL_TIMED, "triton")
+    assert v.status == "ok", v.feedback
