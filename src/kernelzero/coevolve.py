@@ -78,6 +78,9 @@ class RunState:
         return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
 
 
+SEED_PREFIX = "seed-"  # seed tasks are named `seed-<name>` in the loop's records
+
+
 def seed_tasks(spec: str) -> list[Task]:
     """The fallback Coder tasks: `builtin` (shipped in the package), a folder, a .jsonl corpus, or `none`."""
     from kernelzero.tasks import load_tasks, read_corpus
@@ -92,7 +95,7 @@ def seed_tasks(spec: str) -> list[Task]:
         tasks = read_corpus(spec)
     else:
         tasks = load_tasks(spec)
-    return [dataclasses.replace(t, name=f"seed-{t.name}", origin="user", path=None) for t in tasks]
+    return [dataclasses.replace(t, name=f"{SEED_PREFIX}{t.name}", origin="user", path=None) for t in tasks]
 
 
 class CoEvolution:

@@ -7,14 +7,13 @@ format RL then rewards. The loss covers the completion only (TRL's default for p
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
 from kernelzero.coder import BACKENDS
-from kernelzero.tasks import Task, load_task
+from kernelzero.tasks import Task
 from kernelzero.trainers.coder import PromptFn, coder_answer, coder_prompt
 from kernelzero.trainers.common import (
     MetricsJsonlCallback,
@@ -45,27 +44,23 @@ def _data_root():
 
 
 def builtin_pairs(backends: Iterable[str] = ("triton", "cuda")) -> list[SolutionPair]:
-    """The shipped seed tasks paired with their judged solutions (`data/seed_solutions/<backend>/<task>.py`).
+    """The shipped seed tasks (`coevolve.seed_tasks("builtin")`, named `seed-<stem>`) paired with their judged
+    solutions (`data/seed_solutions/<backend>/<stem>.py`); one pair per task and backend."""
+    from kernelzero.coevolve import SEED_PREFIX, seed_tasks
 
-    Tasks are named as `coevolve.seed_tasks("builtin")` names them (`seed-<stem>`); one pair per task and backend.
-    """
     backends = tuple(backends)
     for backend in backends:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    data = _data_root()
     pairs = []
-    with resources.as_file(data.joinpath("seed_tasks")) as folder:
-        for path in sorted(folder.glob("*.py")):
-            task = dataclasses.replace(load_task(path), name=f"seed-{path.stem}", origin="user", path=None)
-            for backend in backends:
-                solution = data.joinpath("seed_solutions", backend, path.name)
-                if not solution.is_file():
-                    raise FileNotFoundError(
-                        f"seed task {path.name!r} has no {backend} solution: expected kernelzero/data/seed_solutions/"
-                        f"{backend}/{path.name}"
-                    )
-                pairs.append(SolutionPair(task, solution.read_text(encoding="utf-8"), backend))
+    for task in sorted(seed_tasks("builtin"), key=lambda t: t.name):
+        file = task.name.removeprefix(SEED_PREFIX) + ".py"
+        for backend in backends:
+            solution = _data_root().joinpath("seed_solutions", backend, file)
+            if not solution.is_file():
+                raise FileNotFoundError(f"seed task {file!r} has no {backend} solution: expected "
+                                        f"kernelzero/data/seed_solutions/{backend}/{file}")  # fmt: skip
+            pairs.append(SolutionPair(task, solution.read_text(encoding="utf-8"), backend))
     return pairs
 
 
