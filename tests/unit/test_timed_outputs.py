@@ -150,3 +150,9 @@ def test_side_stream_rejects_work_the_events_do_not_see():
     assert timing_violation(_stats(0.010, 2.0), 0, 10.0)[0] == "side_stream"  # 2 ms of work, 10 us on the events
     assert timing_violation(_stats(0.010, 0.080), 0, 10.0) is None  # host launch cost of a small honest kernel
     assert timing_violation(_stats(1.50, 1.60), 0, 10.0) is None  # a long honest kernel
+
+
+def test_roofline_off_at_zero_bandwidth():
+    from kernelzero.judge.guards import timing_violation
+
+    assert timing_violation(_stats(0.0030, 0.03), 512 * 2**20, 0.0) is None

@@ -92,7 +92,12 @@ class Reference:
     def nbytes(self) -> int:
         """Bytes of tensors this reference keeps (outputs, replay and timed outputs)."""
         groups = [*self.outputs, *self.replay_outputs, *(ts for _, ts in self.timed_outputs)]
-        return sum(t.numel() * t.element_size() for g in groups for t in g if isinstance(t, torch.Tensor))
+        return sum(_nbytes(g) for g in groups)
+
+
+def _nbytes(tensors: list) -> int:
+    """Bytes of the tensors in a list (other entries, e.g. None, count 0)."""
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
 
 
 class Judge:
@@ -327,8 +332,8 @@ class Judge:
                     bad = self._check_timed_outputs(sb.scratch / msg["timed_file"], ref)
                 if bad is not None:  # honest only while not timed
                     raise fail("rejected", bad[1], bad[0])
-                written = min(sum(t.numel() * t.element_size() for t in ref.outputs[0]), msg.get("storage_bytes", 0))
-                bad = timing_violation(msg["candidate"], written if o.roofline_tbs > 0 else 0, o.roofline_tbs or 1.0)
+                written = min(_nbytes(ref.outputs[0]), msg.get("storage_bytes", 0))
+                bad = timing_violation(msg["candidate"], written, o.roofline_tbs)
                 if bad is not None:
                     raise fail("rejected", bad[1], bad[0])
                 self._attach_timing(verdict, msg["candidate"], ref)

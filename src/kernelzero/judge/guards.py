@@ -319,12 +319,12 @@ def timing_violation(cand: dict, output_bytes: int, bandwidth_tbs: float) -> tup
 
     roofline: the median event time is below what writing the outputs alone takes at `bandwidth_tbs` (set above any
     GPU's memory bandwidth), less what L2 can hold when the kernel ends: timed calls that return an output computed
-    earlier, or launch nothing. It bites on large outputs only.
+    earlier, or launch nothing. It bites on large outputs only; bandwidth_tbs <= 0 turns it off.
     side_stream: each call's wall time (device-wide syncs around it) exceeds its event time by more than
     SIDE_STREAM_MIN_MS and by more than the event time itself: work was left on a stream the events do not see.
     """
     events, wall = cand["events"]["median_ms"], cand["wall"]["median_ms"]
-    floor_ms = max(0, output_bytes - ROOFLINE_CACHE_BYTES) / (bandwidth_tbs * 1e12) * 1e3
+    floor_ms = max(0, output_bytes - ROOFLINE_CACHE_BYTES) / (bandwidth_tbs * 1e12) * 1e3 if bandwidth_tbs > 0 else 0
     if events < floor_ms:
         return "roofline", (f"median {events * 1e3:.2f} us per call is below the {floor_ms * 1e3:.2f} us needed only "
                             f"to write the {output_bytes / 2**20:.1f} MiB of outputs at {bandwidth_tbs:g} TB/s")
