@@ -26,6 +26,7 @@ from typing import Any
 
 from kernelzero.judge.build import install_load_inline_shim
 from kernelzero.judge.sandbox import Channel
+from kernelzero.judge.timing import time_model
 
 
 class StageError(Exception):
@@ -317,8 +318,6 @@ class GuardViolation(Exception):
 
 
 def _job_reference(job: dict, chan: Channel, torch, bound: _Bound) -> None:
-    from kernelzero.judge.timing import time_model
-
     device = job["device"]
     task_mod = load_module(job["task_path"], "kz_task")
     init_inputs = list(task_mod.get_init_inputs())
@@ -356,8 +355,7 @@ def _job_reference(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     chan.send({"event": "timing_ready"})
     if json.loads(sys.stdin.readline() or "{}").get("cmd") != "time":
         return
-    eager = time_model(torch, bound, model, input_sets, job["timing"], capture=capture_output(torch, bound))
-    save_captured(torch, bound, eager.pop("captured"), Path(job["scratch"]) / "ref_timed.pt")
+    eager = time_and_keep(torch, bound, model, input_sets, job["timing"], Path(job["scratch"]) / "ref_timed.pt")
     result = {"event": "timing", "eager": eager, "timed_file": "ref_timed.pt"}
     if compiled is not None:
         try:
@@ -367,6 +365,13 @@ def _job_reference(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     elif compile_error is not None:
         result["compile_error"] = compile_error
     chan.send(result)
+
+
+def time_and_keep(torch, bound: _Bound, model, input_sets: list, cfg: dict, path: Path) -> dict:
+    """`time_model` keeping one timed call's output per input set, saved to `path` for the parent's check."""
+    stats = time_model(torch, bound, model, input_sets, cfg, capture=capture_output(torch, bound))
+    save_captured(torch, bound, stats.pop("captured"), path)
+    return stats
 
 
 def capture_output(torch, bound: _Bound):
@@ -387,8 +392,6 @@ def save_captured(torch, bound: _Bound, captured: list, path: Path) -> None:
 
 
 def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
-    from kernelzero.judge.timing import time_model
-
     device = job["device"]
     task_mod = load_module(job["task_path"], "kz_task")
     init_inputs = list(task_mod.get_init_inputs())
@@ -449,10 +452,9 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     # precompute the timed inputs' outputs and answer timed calls from a table.
     input_sets = [make_inputs(torch, task_mod, s, device) for s in command["timing_seeds"]]
     try:
-        stats = time_model(torch, bound, model, input_sets, job["timing"], capture=capture_output(torch, bound))
+        stats = time_and_keep(torch, bound, model, input_sets, job["timing"], Path(job["scratch"]) / "timed.pt")
     except Exception as exc:
         raise StageError("timing", exc) from exc
-    save_captured(torch, bound, stats.pop("captured"), Path(job["scratch"]) / "timed.pt")
     chan.send({"event": "timing", "candidate": stats, "timed_file": "timed.pt",
                "storage_bytes": getattr(bound, "storage_bytes", 0)})  # fmt: skip
 
