@@ -133,16 +133,19 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
     with JudgePool(opts, workers, cache_dir=str(work / "build-cache")) as pool:
         verdicts = pool.judge_many([(tasks[t], c, b) for _, t, c, b in items])
         farm = pool.farm.state_dict() if pool.farm else None
+        reference_s = sorted(r.seconds for j in pool.judges for r in j._refs.values())
     wall = time.perf_counter() - t0
     for (name, *_), v in zip(items, verdicts):
         if not v.correct:
             print(f"  ours: {name}: {v.status} {v.feedback[:300]}")
     builds = [v.stage_s.get("build_farm") for v in verdicts if "build_farm" in v.stage_s]
     stages = sorted({k for v in verdicts for k in v.stage_s})
-    per_stage = {k: statistics.median(v.stage_s[k] for v in verdicts if k in v.stage_s) for k in stages}
+    per_stage = {k: round(statistics.median(v.stage_s[k] for v in verdicts if k in v.stage_s), 3) for k in stages}
+    sum_stage = {k: round(sum(v.stage_s.get(k, 0.0) for v in verdicts), 2) for k in stages}
     return {"wall_s": wall, "correct": sum(v.correct for v in verdicts), "n": len(items),
             "per_min": 60 * len(items) / wall, "farm": farm, "build_farm_s": builds,
-            "stage_median_s": per_stage, "statuses": [v.status for v in verdicts]}  # fmt: skip
+            "stage_median_s": per_stage, "stage_total_s": sum_stage, "reference_s": reference_s,
+            "statuses": [v.status for v in verdicts]}  # fmt: skip
 
 
 def main() -> None:
@@ -191,7 +194,8 @@ def main() -> None:
         print(f"== {backend}: our judge ...", flush=True)
         us = ours(items, device, work / backend, args.workers)
         print(f"   {us['correct']}/{us['n']} correct, {us['wall_s']:.1f} s, {us['per_min']:.1f}/min; median stage "
-              f"seconds {json.dumps(us['stage_median_s'])}", flush=True)  # fmt: skip
+              f"seconds {json.dumps(us['stage_median_s'])}\n   summed over candidates {json.dumps(us['stage_total_s'])}"
+              f"\n   reference workers (s): {us['reference_s']}", flush=True)  # fmt: skip
         results[backend] = {"kernelbench_way": kb, "kernelbench_warm": warm, "ours": us,
                             "ratio": us["per_min"] / kb["per_min"],
                             "ratio_warm": us["per_min"] / warm["per_min"] if warm else None}  # fmt: skip

@@ -87,6 +87,7 @@ class Reference:
     replay_outputs: list[list[torch.Tensor]] = field(default_factory=list)
     degenerate: str | None = None  # the canary that passes the check on this task (zeros, mean, input), if any
     timed_outputs: list = field(default_factory=list)  # [(structure, tensors)] per timing input set (guard replay)
+    seconds: float = 0.0  # wall time to compute it (worker start to timing), for throughput figures
 
     @property
     def nbytes(self) -> int:
@@ -201,6 +202,7 @@ class Judge:
         o = self.options
         ref = Reference(init_seed=_seeds(1)[0], seeds=_seeds(o.trials), timing_seeds=_seeds(o.timing_sets))
         ref.replay = _replay_plan(o.trials)
+        t_start = time.monotonic()
         job = {"kind": "reference", "init_seed": ref.init_seed, "seeds": ref.seeds, "replay": ref.replay}
         if self.timed:
             job.update(timing=o.timing_config(), timing_seeds=ref.timing_seeds, compile_baseline=o.compile_baseline)
@@ -246,6 +248,7 @@ class Judge:
         finally:
             sb.finish()
             sb.cleanup()
+        ref.seconds = round(time.monotonic() - t_start, 3)
         return ref
 
     def _candidate(self, task: Task, source: str, ref: Reference, base: dict) -> Verdict:
@@ -282,6 +285,9 @@ class Judge:
                         raise fail("crashed", f"worker died during {stage} ({how}) without a result\n{exit_.log_tail}")
                     if msg["event"] == event:
                         stage_s[stage] = round(time.monotonic() - t0, 3)
+                        split = msg.get("seconds")  # the worker's own split of the stage
+                        for part, seconds in (split.items() if isinstance(split, dict) else ()):
+                            stage_s[f"{stage}.{part}"] = round(float(seconds), 3)
                         return msg
                     if msg["event"] == "error":
                         status = "compile_error" if msg["stage"] in ("import", "compile") else "runtime_error"
@@ -294,13 +300,16 @@ class Judge:
             except ChannelError as exc:
                 raise fail("rejected", f"the worker's result channel was tampered with: {exc}", "channel") from None
 
+        waited = _Waits(stage_s)
         if self.gpu_slots is not None:
-            self.gpu_slots.acquire()
+            with waited("wait_slot"):
+                self.gpu_slots.acquire()
         try:
             sb.start()
             expect("started", o.build_timeout_s, "start")
             expect("built", o.build_timeout_s, "build")
-            with self._trials_guard():  # issue 5: no trial runs while another module is timed on this GPU
+            with waited("wait_trials"), self._trials_guard():  # issue 5: no trial runs while a module is timed
+                waited.stop()
                 sb.send({"cmd": "run", "seeds": ref.seeds, "replay": ref.replay})
                 msg = expect("outputs", o.run_timeout_s, "run")
             if msg["checksums"] != ref.checksums:
@@ -325,7 +334,8 @@ class Judge:
             verdict = Verdict(status="ok", correct=True, trials=len(outputs), max_abs_err=worst, stage_s=stage_s,
                               **base)  # fmt: skip
             if self.timed:
-                with self.timing_lock:
+                with waited("wait_timing"), self.timing_lock:
+                    waited.stop()
                     sb.send({"cmd": "time", "timing_seeds": ref.timing_seeds})
                     msg = expect("timing", o.run_timeout_s, "time")
                 with self._trials_guard():
@@ -391,6 +401,28 @@ class Judge:
                 verdict.speedup_eager = verdict.ref_runtime.median_ms / verdict.runtime.median_ms
             if verdict.compile_runtime:
                 verdict.speedup_compile = verdict.compile_runtime.median_ms / verdict.runtime.median_ms
+
+
+class _Waits:
+    """Seconds spent waiting for a slot or a lock, into a verdict's `stage_s` (where throughput goes).
+
+    `with waited("name"), lock: waited.stop()` records the wait for `lock`; without `stop()`, the whole block."""
+
+    def __init__(self, stage_s: dict[str, float]):
+        self.stage_s, self.name, self.t0 = stage_s, None, 0.0
+
+    @contextlib.contextmanager
+    def __call__(self, name: str):
+        self.name, self.t0 = name, time.monotonic()
+        try:
+            yield
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        if self.name is not None:
+            self.stage_s[self.name] = round(time.monotonic() - self.t0, 3)
+            self.name = None
 
 
 def _replay_plan(trials: int) -> list[list[int]]:

@@ -244,6 +244,7 @@ class Sandbox:
             HOME=str(self.scratch),
             TMPDIR=str(self.scratch),
             KZ_SCRATCH=str(self.scratch),
+            KZ_DEVICE=self.device,  # a warm worker readies this device's runtime before its job arrives
             PYTHONPATH=os.pathsep.join(p for p in pythonpath if p),
             PYTHONDONTWRITEBYTECODE="1",
             PYTHONUNBUFFERED="1",

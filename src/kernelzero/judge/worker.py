@@ -153,6 +153,7 @@ def run_forward_trials(torch, bound: _Bound, model, task_mod, seeds: list[int], 
     """
     structures, outputs, sums = [], [], []
     for seed in seeds:
+        t0 = bound.perf_counter()
         inputs = make_inputs(torch, task_mod, seed, device)
         sums.append(checksum(torch, inputs))
         before = [bound.clone(x) if isinstance(x, bound.tensor_type) else x for x in inputs] if check_inputs else []
@@ -163,6 +164,8 @@ def run_forward_trials(torch, bound: _Bound, model, task_mod, seeds: list[int], 
         structures.append(structure)
         outputs.append(items)
         bound.last_inputs = inputs
+        if not hasattr(bound, "first_call_s"):  # the first call holds Triton's JIT compile (bench figures)
+            bound.first_call_s = bound.perf_counter() - t0
     return structures, outputs, sums
 
 
@@ -421,6 +424,7 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     if command.get("cmd") != "run":
         return
     recorder = make_op_recorder(torch)
+    t_run = bound.perf_counter()
     try:
         counter.active = True
         profile = _cuda_profiler(torch) if device == "cuda" and counter.cuda_names else None
@@ -433,6 +437,7 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
             structures, outputs, sums = run_forward_trials(torch, bound, model, task_mod, command["seeds"], device,
                                                            True, recorder)  # fmt: skip
         counter.active = False
+        t_replay = bound.perf_counter()
         replay = run_replay(torch, bound, model, task_mod, command["seeds"], command.get("replay", []), device)
     except GuardViolation:
         raise
@@ -440,9 +445,12 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
         raise StageError("compile" if _is_kernel_compile_error(exc) else "forward", exc) from exc
     # launches is None where nothing could count them (a CUDA candidate on a machine without the profiler trace)
     countable = job.get("backend") == "triton" or device == "cuda"
+    t_save = bound.perf_counter()
     bound.save({"outputs": outputs, "replay": replay}, Path(job["scratch"]) / "out.pt")
+    seconds = {"first_call": getattr(bound, "first_call_s", 0.0), "trials": t_replay - t_run, "replay": t_save - t_replay,
+               "save": bound.perf_counter() - t_save}  # fmt: skip
     chan.send({"event": "outputs", "file": "out.pt", "structures": structures, "checksums": sums,
-               "ops": recorder.ops, "launches": counter.count if countable else None})  # fmt: skip
+               "ops": recorder.ops, "launches": counter.count if countable else None, "seconds": seconds})  # fmt: skip
     if not job.get("timing"):
         return
     command = json.loads(sys.stdin.readline() or "{}")  # wait until the parent has the GPU to itself for us
@@ -450,13 +458,16 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
         return
     # Timing seeds arrive with the command, never in the job: a candidate that read them at import could
     # precompute the timed inputs' outputs and answer timed calls from a table.
+    t0 = bound.perf_counter()
     input_sets = [make_inputs(torch, task_mod, s, device) for s in command["timing_seeds"]]
+    t1 = bound.perf_counter()
     try:
         stats = time_and_keep(torch, bound, model, input_sets, job["timing"], Path(job["scratch"]) / "timed.pt")
     except Exception as exc:
         raise StageError("timing", exc) from exc
     chan.send({"event": "timing", "candidate": stats, "timed_file": "timed.pt",
-               "storage_bytes": getattr(bound, "storage_bytes", 0)})  # fmt: skip
+               "storage_bytes": getattr(bound, "storage_bytes", 0),
+               "seconds": {"timing_inputs": t1 - t0, "timing": bound.perf_counter() - t1}})  # fmt: skip
 
 
 def _job_build(job: dict, chan: Channel, torch, bound: _Bound) -> None:
@@ -504,7 +515,11 @@ def main(argv: list[str]) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1` prints a stuck worker's stacks to its log
     apply_limits(os.environ.get("KZ_RLIMITS", ""))
     try:  # issue 5: before the job arrives, so a pre-spawned (warm) worker has this done when it does
-        import torch  # noqa: F401
+        import torch
+
+        if os.environ.get("KZ_DEVICE") == "cuda":
+            torch.cuda.init()  # the CUDA context (~1 s), then Triton's import: no candidate code has run yet
+        import triton  # noqa: F401
     except Exception:
         pass  # reported below, on the channel, once the job (and its key) is here
     job = json.loads(sys.stdin.readline())
