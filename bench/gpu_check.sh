@@ -2,7 +2,7 @@
 # Everything the GPU machine checks in one command: GPU test suite, then benchmarks. Logs go to $OUT.
 # Carry .whl (wheels the image lacks: pydantic for KernelBench; trl, datasets, dill, multiprocess for `train`) and .kb
 # (a KernelBench checkout's src/ and KernelBench/level1,2 for `eval`, never committed).
-# Steps (KZ_STEPS): gpu_tests timing throughput train eval.
+# Steps (KZ_STEPS): gpu_tests timing throughput first_call train eval.
 set -uo pipefail
 OUT="${OUT:-/tmp/kz-out}"; mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -16,7 +16,7 @@ step() { local name=$1; shift; local t0=$SECONDS; "$@" > "$OUT/$name.log" 2>&1; 
          echo "== $name rc=$rc $((SECONDS - t0))s"; tail -n "${TAILN:-15}" "$OUT/$name.log"; }
 for s in ${KZ_STEPS:-gpu_tests timing}; do
   case $s in
-    gpu_tests) step gpu_tests timeout ${KZ_TESTS_TIMEOUT:-600} python3 -m pytest -m gpu -p no:cacheprovider -v -rfE \
+    gpu_tests) KZ_CORPUS_LOG="$OUT/corpus_progress.log" step gpu_tests timeout ${KZ_TESTS_TIMEOUT:-600} python3 -m pytest -m gpu -p no:cacheprovider -v -rfE \
               tests/gpu tests/adversarial/test_corpus.py tests/unit/test_worked_examples.py ${KZ_PYTEST_ARGS:-} ;;
     timing) step timing python3 bench/timing_fidelity.py --task tests/fixtures/gpu/relu_big_task.py \
               --solution tests/fixtures/gpu/relu_triton_ok.py --backend triton --repeats 5 \
@@ -26,6 +26,7 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
     train) step train timeout ${KZ_TRAIN_TIMEOUT:-600} bash -c "python3 -m kernelzero.cli sft --pairs builtin --steps ${KZ_SFT_STEPS:-100} \
               --out /tmp/kz-sft && python3 -m kernelzero.cli train --config configs/h200_smoke.yaml \
               --coder-model /tmp/kz-sft/final --out $OUT/run && head -12 $OUT/run/report.md" ;;
+    first_call) step first_call timeout ${KZ_FIRST_CALL_TIMEOUT:-120} python3 bench/first_call.py ;;
     eval) step eval timeout ${KZ_EVAL_TIMEOUT:-600} python3 -m kernelzero.cli eval --tasks .kb/KernelBench \
               --solutions bench/kb_solutions --only-with-solutions --backend triton --workers 1 --out "$OUT/eval" ;;
   esac

@@ -8,6 +8,9 @@ constants (read here with `ast`, never by importing the file). NEEDS_GPU files a
 from __future__ import annotations
 
 import ast
+import os
+import time
+from concurrent.futures import as_completed
 from pathlib import Path
 
 import pytest
@@ -80,10 +83,20 @@ def _judge_all_on_gpu(paths: list[Path]) -> dict:
         policy = "allow_gemm" if mixed else "reject"
         opts = JudgeOptions(device="cuda", budget_s=0.3, compile_baseline=False, library_ops=policy)
         with JudgePool(opts, workers=8) as pool:
-            reqs = [(Task.from_file(HERE / "tasks" / f"{constants(p)['TASK']}.py"), p.read_text(),
-                     constants(p)["BACKEND"]) for p in group]  # fmt: skip
-            out.update(zip(group, pool.judge_many(reqs)))
+            futures = {pool.submit(Task.from_file(HERE / "tasks" / f"{constants(p)['TASK']}.py"), p.read_text(),
+                                   constants(p)["BACKEND"]): p for p in group}  # fmt: skip
+            for fut in as_completed(futures):  # one line per verdict as it lands: a stuck case shows by its absence
+                out[futures[fut]] = v = fut.result()
+                _progress(f"{futures[fut].parent.name}/{futures[fut].stem}: {v.status} {v.guard} {v.stage_s}")
     return out
+
+
+def _progress(line: str) -> None:
+    """Append to $KZ_CORPUS_LOG (bench/gpu_check.sh sets it): pytest captures output until a test ends."""
+    log = os.environ.get("KZ_CORPUS_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write(f"{time.strftime('%H:%M:%S')} {line}\n")
 
 
 @pytest.fixture(scope="module")

@@ -56,11 +56,12 @@ def test_presets_build_valid_trl_configs_on_this_machine():
     args = dataclasses.replace(c, bf16=False, use_cpu=True).to_grpo_config(
         [1.0, c.gate.beta], multi_objective_aggregation="sum_then_normalize"
     )
-    assert args.vllm_mode == "server" and args.max_completion_length == 4096
+    assert args.vllm_mode == "server" and args.max_completion_length == 4096 and args.gradient_checkpointing
     p = dataclasses.replace(proposer_preset("r/p", distributed="fsdp2"), bf16=False, use_cpu=True)
     assert not p.activation_checkpointing and p.to_grpo_config([1.0]).vllm_mode == "colocate"
+    assert not p.to_grpo_config([1.0]).gradient_checkpointing  # the name transformers 5.17 and 5.24 both accept
     s = dataclasses.replace(sft_preset("r/s"), bf16=False, use_cpu=True).to_sft_config()
-    assert s.max_length == 8192 and s.activation_checkpointing
+    assert s.max_length == 8192 and s.activation_checkpointing and s.gradient_checkpointing
     with pytest.raises(ValueError, match="distributed"):
         coder_preset("r/c", distributed="zero2")
 

@@ -116,7 +116,8 @@ class GRPOPhaseConfig:
             "seed": self.seed,
             "use_cpu": self.use_cpu,
             "bf16": self.bf16,
-            "activation_checkpointing": self.activation_checkpointing,
+            # transformers 5.17 (the GPU machine) has no top-level `activation_checkpointing`; 5.24 has both
+            "gradient_checkpointing": self.activation_checkpointing,
             "use_vllm": self.use_vllm,
             "vllm_mode": self.vllm_mode,
             "vllm_server_base_url": self.vllm_server_base_url,

@@ -112,7 +112,8 @@ class SFTPhaseConfig:
             "seed": self.seed,
             "use_cpu": self.use_cpu,
             "bf16": self.bf16,
-            "activation_checkpointing": self.activation_checkpointing,
+            # transformers 5.17 (the GPU machine) has no top-level `activation_checkpointing`; 5.24 has both
+            "gradient_checkpointing": self.activation_checkpointing,
             "report_to": list(self.report_to) or "none",
         }
         kw.update(self.sft_overrides)
