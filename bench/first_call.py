@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 CHILD = r"""
 import json, os, sys, time
@@ -41,7 +42,9 @@ print("RESULT " + json.dumps(t))
 def run(mode: str) -> dict:
     cache = tempfile.mkdtemp(prefix="kz-first-call-")
     env = {**os.environ, "TRITON_CACHE_DIR": cache, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-c", CHILD]
+    script = os.path.join(cache, "child.py")  # Triton reads a kernel's source from its file: no `python -c`
+    Path(script).write_text(CHILD)
+    cmd = [sys.executable, script]
     if mode == "namespaces":
         cmd = ["unshare", "--pid", "--fork", "--net", "--mount", "--kill-child", "--mount-proc", *cmd]
     t0 = time.perf_counter()

@@ -23,9 +23,10 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
               --kernelbench .kb --out "$OUT/timing.json" ;;
     throughput) step throughput timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/judge_throughput.py ${KZ_THROUGHPUT_ARGS:---quick} \
               --out "$OUT/throughput.json" ;;
-    train) step train timeout ${KZ_TRAIN_TIMEOUT:-600} bash -c "python3 -m kernelzero.cli sft --pairs builtin --steps ${KZ_SFT_STEPS:-100} \
+    train) step train timeout ${KZ_TRAIN_TIMEOUT:-600} bash -c "python3 -m kernelzero.cli sft --pairs builtin --steps ${KZ_SFT_STEPS:-200} \
               --out /tmp/kz-sft && python3 -m kernelzero.cli train --config configs/h200_smoke.yaml \
-              --coder-model /tmp/kz-sft/final --out $OUT/run && head -12 $OUT/run/report.md" ;;
+              --coder-model /tmp/kz-sft/final --out /tmp/kz-run && head -12 /tmp/kz-run/report.md; rc=\$?; \
+              tar czf $OUT/run.tgz --exclude=checkpoints -C /tmp kz-run; exit \$rc" ;;
     first_call) step first_call timeout ${KZ_FIRST_CALL_TIMEOUT:-120} python3 bench/first_call.py ;;
     eval) step eval timeout ${KZ_EVAL_TIMEOUT:-600} python3 -m kernelzero.cli eval --tasks .kb/KernelBench \
               --solutions bench/kb_solutions --only-with-solutions --backend triton --workers 1 --out "$OUT/eval" ;;

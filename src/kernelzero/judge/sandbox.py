@@ -339,7 +339,7 @@ class WarmSandboxes:
         import threading
 
         self.size, self.device, self.memory_limit_gb = size, device, memory_limit_gb
-        self.extra_env = dict(extra_env or {})
+        self.extra_env = {**(extra_env or {}), "KZ_PREWARM": "1"}  # worker.prewarm: first-use costs before the job
         self._ready: list[Sandbox] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -371,9 +371,9 @@ class WarmSandboxes:
                     cand.cleanup()
         if not self._closed:
             threading.Thread(target=self._add, daemon=True).start()
-        if sb is None:
-            return Sandbox(job=job, device=self.device, memory_limit_gb=self.memory_limit_gb,
-                           extra_env=dict(self.extra_env))  # fmt: skip
+        if sb is None:  # cold: its first-use costs fall where the job needs them, no prewarm
+            cold_env = {k: v for k, v in self.extra_env.items() if k != "KZ_PREWARM"}
+            return Sandbox(job=job, device=self.device, memory_limit_gb=self.memory_limit_gb, extra_env=cold_env)
         sb.job = job
         return sb
 
