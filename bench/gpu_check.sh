@@ -2,7 +2,7 @@
 # Everything the GPU machine checks in one command: GPU test suite, then benchmarks. Logs go to $OUT.
 # Carry .whl (wheels the image lacks: pydantic for KernelBench; trl, datasets, dill, multiprocess for `train`) and .kb
 # (a KernelBench checkout's src/ and KernelBench/level1,2 for `eval`, never committed).
-# Steps (KZ_STEPS): gpu_tests timing throughput first_call train eval.
+# Steps (KZ_STEPS): gpu_tests timing throughput first_call train eval; on 2+ GPUs (issue 11): coder2 multi_gpu.
 set -uo pipefail
 OUT="${OUT:-/tmp/kz-out}"; mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -27,6 +27,11 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
               --out /tmp/kz-sft && python3 -m kernelzero.cli train --config configs/h200_smoke.yaml \
               --coder-model /tmp/kz-sft/final --out /tmp/kz-run && head -12 /tmp/kz-run/report.md; rc=\$?; \
               tar czf $OUT/run.tgz --exclude=checkpoints -C /tmp kz-run; exit \$rc" ;;
+    coder2) step coder2 timeout ${KZ_TRAIN_TIMEOUT:-600} bash -c "python3 -m kernelzero.cli sft --pairs builtin \
+              --steps ${KZ_SFT_STEPS:-200} --out /tmp/kz-sft && NCCL_NVLS_ENABLE=0 python3 -m accelerate.commands.launch \
+              --multi_gpu --num_processes 2 --mixed_precision no scripts/coder_steps.py --model /tmp/kz-sft/final \
+              --out /tmp/kz-coder2 && cp /tmp/kz-coder2/steps.jsonl $OUT/coder2_steps.jsonl" ;;
+    multi_gpu) step multi_gpu timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/multi_gpu.py --out "$OUT/multi_gpu.json" ;;
     first_call) step first_call timeout ${KZ_FIRST_CALL_TIMEOUT:-120} python3 bench/first_call.py ;;
     eval) step eval timeout ${KZ_EVAL_TIMEOUT:-600} python3 -m kernelzero.cli eval --tasks .kb/KernelBench \
               --solutions bench/kb_solutions --only-with-solutions --backend triton --workers 1 --out "$OUT/eval" ;;

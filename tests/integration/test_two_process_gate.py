@@ -59,3 +59,30 @@ def test_gate_sees_whole_group_split_across_two_processes(tiny_model_dir, tmp_pa
         assert _same(rec["gated"], expected), rec["gated"]
     # each rank judged only its own three rollouts per step
     assert [json.loads((tmp_path / f"judge_calls_rank{r}.json").read_text()) for r in (0, 1)] == [6, 6]
+
+
+@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun not on PATH")
+def test_coder_steps_script_two_processes_real_judge(tiny_model_dir, tmp_path):
+    """scripts/coder_steps.py (issue 11's two-GPU run) on two CPU processes: real CPU judge per process, one group of
+    three split across the ranks, and the gate TRL applied equals CA-GRPO over whole groups."""
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false",
+               PYTHONPATH=f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")  # fmt: skip
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(_free_port()),
+        str(ROOT / "scripts" / "coder_steps.py"), "--model", str(tiny_model_dir), "--out", str(tmp_path),
+        "--steps", "1", "--max-completion-length", "16",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (line,) = [json.loads(x) for x in (tmp_path / "steps.jsonl").read_text().splitlines()]
+    assert (line["rollouts"], line["groups"], line["groups_split_across_processes"]) == (12, 3, 1)
+    assert line["gate_matches_whole_groups"] is True
+    assert sum(line["statuses"].values()) == 12  # every rollout got a verdict from its own process's judge
+
+
+def test_group_layout_names_the_processes_of_each_group():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from coder_steps import group_layout
+
+    assert group_layout(12, 6, 4) == [[0], [0, 1], [1]]  # rows 4-7: two from each process
+    assert group_layout(8, 4, 4) == [[0], [1]]

@@ -120,3 +120,16 @@ def test_shared_exclusive_lock_keeps_trials_out_of_timing():
         assert events == []  # timing waits for running trials
     t.join(5)
     assert events == ["timed"]
+
+
+def test_select_gpus_picks_by_index_and_keeps_the_process_numbering():
+    from kernelzero.judge.pool import select_gpus
+
+    ids = ["3", "5", "6"]  # CUDA_VISIBLE_DEVICES=3,5,6: this process calls them cuda:0, cuda:1, cuda:2
+    assert select_gpus(ids, None, None) == ([0, 1, 2], ["3", "5", "6"])
+    assert select_gpus(ids, None, 1) == ([0], ["3"])
+    assert select_gpus(ids, [1], None) == ([1], ["5"])  # LOCAL_RANK 1: compare on cuda:1, workers see GPU 5
+    with pytest.raises(ValueError, match="must index the 3 visible"):
+        select_gpus(ids, [3], None)
+    with pytest.raises(ValueError, match="must index"):
+        select_gpus(ids, [], None)

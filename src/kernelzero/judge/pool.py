@@ -1,11 +1,12 @@
 """Judging many candidates at once: GPU judges fed by a CPU build farm, dedupe, back-pressure, and an async client.
 
-Scheduling (GPU): one `Judge` per visible GPU, each bound to its device by CUDA_VISIBLE_DEVICES and holding at
-most `slots_per_gpu` live candidate workers. Timing is exclusive per GPU and correctness trials never overlap it
-(`SharedExclusiveLock`); the other slots load modules and compile Triton kernels meanwhile. CUDA builds run first
-on the shared `BuildFarm` (`build_workers` sandboxed CPU builds), so builds overlap GPU work. Requests go to the
-least-busy GPU. Back-pressure: `submit` blocks once `max_pending` distinct requests are queued or running. Workers
-are spawned ahead of need (`WarmSandboxes`), so process start and `import torch` overlap other candidates' work.
+Scheduling (GPU): one `Judge` per visible GPU (or per GPU in `devices`), each bound to its device by
+CUDA_VISIBLE_DEVICES and holding at most `slots_per_gpu` live candidate workers. Timing is exclusive per GPU and
+correctness trials never overlap it (`SharedExclusiveLock`); the other slots load modules and compile Triton kernels
+meanwhile. CUDA builds run first on the shared `BuildFarm` (`build_workers` sandboxed CPU builds), so builds overlap
+GPU work. Requests go to the least-busy GPU. Back-pressure: `submit` blocks once `max_pending` distinct requests are
+queued or running. Workers are spawned ahead of need (`WarmSandboxes`), so process start and `import torch` overlap
+other candidates' work.
 
 Dedupe: identical requests (same task source, candidate source and backend; common within a GRPO group) are judged
 once. Concurrent duplicates share one future; later ones get the cached verdict. Every caller gets its own copy.
@@ -46,6 +47,15 @@ def _visible_gpus() -> list[str]:
     return ids[: torch.cuda.device_count()] or [str(i) for i in range(torch.cuda.device_count())]
 
 
+def select_gpus(ids: Sequence[str], devices: Sequence[int] | None, gpus: int | None) -> tuple[list[int], list[str]]:
+    """(indices as this process numbers its GPUs, CUDA_VISIBLE_DEVICES ids) of the GPUs a pool judges on."""
+    indices = list(range(len(ids))) if devices is None else list(devices)
+    if not indices or any(not 0 <= d < len(ids) for d in indices):
+        raise ValueError(f"JudgePool devices {indices} must index the {len(ids)} visible GPU(s)")
+    indices = indices[: gpus or None]
+    return indices, [ids[d] for d in indices]
+
+
 def _copy_future(shared: Future) -> Future:
     """A future resolved with a private copy of `shared`'s verdict, so callers never alias one record."""
     own: Future = Future()
@@ -69,18 +79,21 @@ class JudgePool:
     """
 
     def __init__(self, options: JudgeOptions | None = None, workers: int | None = None, *, gpus: int | None = None,
-                 slots_per_gpu: int = 4, build_workers: int = 0, cache_dir: str | None = None, max_pending: int = 1024,
-                 dedupe: bool = True, cache_size: int = 100_000, warm: bool = True):  # fmt: skip
+                 devices: Sequence[int] | None = None, slots_per_gpu: int = 4, build_workers: int = 0,
+                 cache_dir: str | None = None, max_pending: int = 1024, dedupe: bool = True, cache_size: int = 100_000,
+                 warm: bool = True):  # fmt: skip
+        """gpus: use the first N of `devices`; devices: indices of this process's visible GPUs to judge on (default
+        all; `[LOCAL_RANK]` gives each training process its own judge GPU)."""
         self.judge_ = Judge(options)
         self.judges = [self.judge_]
         self.farm: BuildFarm | None = None
         if self.judge_.device == "cuda":
-            visible = _visible_gpus()[: gpus or None]
+            indices, visible = select_gpus(_visible_gpus(), devices, gpus)
             self.judges += [Judge(options) for _ in visible[1:]]
             cache_dir = cache_dir or os.path.join(tempfile.gettempdir(), "kernelzero-build-cache")
             self.farm = BuildFarm(cache_dir, arch=self.judge_.env.get("capability") or "9.0", workers=build_workers,
                                   timeout_s=self.judge_.options.build_timeout_s)  # fmt: skip
-            for index, (judge, dev) in enumerate(zip(self.judges, visible)):
+            for index, judge, dev in zip(indices, self.judges, visible):
                 judge.sandbox_env = {"CUDA_VISIBLE_DEVICES": dev}
                 judge.compare_device = f"cuda:{index}"  # the same GPU, as this process numbers it
                 judge.gpu_slots = threading.BoundedSemaphore(slots_per_gpu)
