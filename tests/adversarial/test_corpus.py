@@ -81,7 +81,9 @@ def _judge_all_on_gpu(paths: list[Path]) -> dict:
     for mixed in (False, True):
         group = [p for p in paths if bool(constants(p).get("MIXED")) == mixed]
         policy = "allow_gemm" if mixed else "reject"
-        opts = JudgeOptions(device="cuda", budget_s=0.3, compile_baseline=False, library_ops=policy)
+        # Short stage caps: a stuck case becomes a `timeout` verdict (a failing test that names it), not a lost run
+        opts = JudgeOptions(device="cuda", budget_s=0.3, compile_baseline=False, library_ops=policy,
+                            build_timeout_s=300, run_timeout_s=60)  # fmt: skip
         with JudgePool(opts, workers=8) as pool:
             futures = {pool.submit(Task.from_file(HERE / "tasks" / f"{constants(p)['TASK']}.py"), p.read_text(),
                                    constants(p)["BACKEND"]): p for p in group}  # fmt: skip
