@@ -7,6 +7,7 @@ killed build leaves nothing behind; a candidate that cannot be built on CPU fall
 that nvcc output loads on a GPU (the GPU suite and bench/judge_throughput.py check that on the H200).
 """
 
+import time
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,21 @@ def test_stale_promotion_is_cleaned_and_cpu_unbuildable_falls_back(tmp_path):
     touches_cuda = "import torch\ntorch.cuda.current_device()\nfrom torch.utils.cpp_extension import load_inline\n"
     r = farm.build(touches_cuda)
     assert r.status == "fallback" and r.path is None and r.feedback
+
+
+def test_warm_farm_builds_in_a_prespawned_worker_and_closes(tmp_path):
+    """`warm=True` (what JudgePool uses): the build job goes to a worker spawned ahead with torch imported; a fresh
+    one replaces it; close() stops them all."""
+    farm = BuildFarm(str(tmp_path), workers=1, pch=False, warm=True)
+    spawned = list(farm._warm._ready)
+    assert len(spawned) == 1 and spawned[0].alive()
+    r = farm.build("raise RuntimeError('stop here')  # load_inline\n")
+    assert r.status == "fallback" and "stop here" in r.feedback and farm.builds_started == 1
+    assert not spawned[0].alive()  # one job per worker: the warm one ran this build and exited
+    deadline = time.monotonic() + 60
+    while not farm._warm._ready and time.monotonic() < deadline:  # refilled in the background
+        time.sleep(0.1)
+    refill = list(farm._warm._ready)
+    assert refill and refill[0] is not spawned[0]
+    farm.close()
+    assert not any(sb.alive() for sb in refill)

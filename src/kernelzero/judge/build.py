@@ -39,7 +39,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kernelzero.judge.sandbox import WarmSandboxes
 
 _BUILD_ERROR = "Error building extension"  # torch's message when ninja fails: the candidate's compile error
 
@@ -158,13 +161,16 @@ class BuildFarm:
 
     cache_dir: str
     arch: str = "9.0"  # TORCH_CUDA_ARCH_LIST for builds: the judging GPU's compute capability
-    workers: int = 0  # concurrent builds; 0: half the CPU cores (ninja builds two objects per extension)
+    workers: int = 0  # concurrent builds; 0: one per CPU core (a build is mostly one nvcc pipeline after another)
     timeout_s: float = 600.0
     memory_limit_gb: float = 16.0
     pch: bool = True  # build precompiled torch/extension.h headers (background, once per cache) for builds
+    warm: bool = False  # keep `workers` build workers spawned ahead, `import torch` done (~3 s of each build)
 
     def __post_init__(self) -> None:
-        self.workers = self.workers or max(1, (os.cpu_count() or 2) // 2)
+        # One per core: on the H200 (16 cores) half the cores ran 16 builds in two waves of ~26 s, each build a
+        # sequence of nvcc stages that left cores idle. Builds are bounded by the GPU side's pace anyway.
+        self.workers = self.workers or max(1, os.cpu_count() or 2)
         self.root = Path(self.cache_dir)
         self.root.mkdir(parents=True, exist_ok=True)
         for stale in self.root.glob(".tmp-*"):  # a promotion interrupted by a crash of the judge itself
@@ -176,6 +182,19 @@ class BuildFarm:
         self._pch_dirs: dict[str, str] = {}  # json(host cflags) -> dir holding torch/extension.h.gch
         if self.pch:
             threading.Thread(target=self._warm_pch, name="kz-pch", daemon=True).start()
+        self._warm: WarmSandboxes | None = None
+        if self.warm:
+            from kernelzero.judge.sandbox import WarmSandboxes
+
+            self._warm = WarmSandboxes(self.workers, "cpu", self.memory_limit_gb, self._env(), prewarm=False)
+
+    def _env(self) -> dict[str, str]:
+        return {"TORCH_CUDA_ARCH_LIST": self.arch, "MAX_JOBS": "2", "CUDA_VISIBLE_DEVICES": ""}
+
+    def close(self) -> None:
+        """Stop the warm build workers (builds in progress finish)."""
+        if self._warm is not None:
+            self._warm.close()
 
     @staticmethod
     def applies(source: str) -> bool:
@@ -218,11 +237,13 @@ class BuildFarm:
 
         with self._lock:
             self.builds_started += 1
-        env = {"TORCH_CUDA_ARCH_LIST": self.arch, "MAX_JOBS": "2", "CUDA_VISIBLE_DEVICES": ""}
         with self._lock:
             pch_dirs = dict(self._pch_dirs)
         job = {"kind": "build", "device": "cpu", "build_mode": "build", "pch_dirs": pch_dirs}
-        sb = Sandbox(job=job, device="cpu", memory_limit_gb=self.memory_limit_gb, extra_env=env)
+        if self._warm is not None:
+            sb = self._warm.take(job)
+        else:
+            sb = Sandbox(job=job, device="cpu", memory_limit_gb=self.memory_limit_gb, extra_env=self._env())
         (sb.scratch / "candidate.py").write_text(source)
         sb.job.update(candidate_path=str(sb.scratch / "candidate.py"), build_dir=str(sb.scratch / "builds"))
         msg: dict | None = None

@@ -92,7 +92,7 @@ class JudgePool:
             self.judges += [Judge(options) for _ in visible[1:]]
             cache_dir = cache_dir or os.path.join(tempfile.gettempdir(), "kernelzero-build-cache")
             self.farm = BuildFarm(cache_dir, arch=self.judge_.env.get("capability") or "9.0", workers=build_workers,
-                                  timeout_s=self.judge_.options.build_timeout_s)  # fmt: skip
+                                  timeout_s=self.judge_.options.build_timeout_s, warm=warm)  # fmt: skip
             for index, judge, dev in zip(indices, self.judges, visible):
                 judge.sandbox_env = {"CUDA_VISIBLE_DEVICES": dev}
                 judge.compare_device = f"cuda:{index}"  # the same GPU, as this process numbers it
@@ -225,6 +225,8 @@ class JudgePool:
         self._executor.shutdown(wait=wait, cancel_futures=True)
         for w in self._warm:
             w.close()
+        if self.farm is not None:
+            self.farm.close()
 
     def __enter__(self) -> JudgePool:
         return self

@@ -335,11 +335,13 @@ class WarmSandboxes:
     candidate has run in a warm worker before its job arrives). A warm worker found dead is discarded, not used.
     """
 
-    def __init__(self, size: int, device: str, memory_limit_gb: float, extra_env: dict[str, str] | None = None):
+    def __init__(self, size: int, device: str, memory_limit_gb: float, extra_env: dict[str, str] | None = None,
+                 prewarm: bool = True):  # fmt: skip
+        """prewarm: also pay the judging first-use costs before the job (`worker.prewarm`); builds need only torch."""
         import threading
 
         self.size, self.device, self.memory_limit_gb = size, device, memory_limit_gb
-        self.extra_env = {**(extra_env or {}), "KZ_PREWARM": "1"}  # worker.prewarm: first-use costs before the job
+        self.extra_env = {**(extra_env or {}), **({"KZ_PREWARM": "1"} if prewarm else {})}
         self._ready: list[Sandbox] = []
         self._lock = threading.Lock()
         self._closed = False
