@@ -105,7 +105,8 @@ class JudgePool:
         self.workers = workers or default
         self._warm: list[WarmSandboxes] = []
         if warm:  # pre-spawned workers: a candidate does not wait for a process start and `import torch`
-            per_judge = slots_per_gpu if self.farm is not None else self.workers
+            # GPU: twice the slots, so a burst (a GRPO batch, its references included) finds warm workers
+            per_judge = 2 * slots_per_gpu if self.farm is not None else self.workers
             for judge in self.judges:
                 judge.warm = WarmSandboxes(per_judge, judge.device, judge.options.memory_limit_gb, judge.sandbox_env)
                 self._warm.append(judge.warm)
