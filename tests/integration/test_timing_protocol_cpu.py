@@ -69,6 +69,9 @@ def test_honest_kernel_is_timed_through_the_whole_protocol(judge, task):
     assert v.timed and v.runtime.n == 6 and v.ref_runtime.n == 6
     assert v.speedup_eager == pytest.approx(v.ref_runtime.median_ms / v.runtime.median_ms)
     assert v.compile_runtime is None  # baseline off
+    # where the time went (bench/judge_throughput.py prints these): lock waits and the worker's own split of stages
+    assert {"wait_trials", "wait_timing", "run.first_call", "run.trials", "run.save", "time.timing"} <= set(v.stage_s)
+    assert 0 < v.stage_s["run.first_call"] <= v.stage_s["run.trials"] <= v.stage_s["run"]
 
 
 def test_module_honest_only_until_timed_is_rejected(judge, task):

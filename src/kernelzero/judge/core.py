@@ -300,16 +300,15 @@ class Judge:
             except ChannelError as exc:
                 raise fail("rejected", f"the worker's result channel was tampered with: {exc}", "channel") from None
 
-        waited = _Waits(stage_s)
         if self.gpu_slots is not None:
-            with waited("wait_slot"):
-                self.gpu_slots.acquire()
+            t0 = time.monotonic()
+            self.gpu_slots.acquire()
+            stage_s["wait_slot"] = round(time.monotonic() - t0, 3)
         try:
             sb.start()
             expect("started", o.build_timeout_s, "start")
             expect("built", o.build_timeout_s, "build")
-            with waited("wait_trials"), self._trials_guard():  # issue 5: no trial runs while a module is timed
-                waited.stop()
+            with _waited(stage_s, "wait_trials", self._trials_guard()):  # issue 5: none while a module is timed
                 sb.send({"cmd": "run", "seeds": ref.seeds, "replay": ref.replay})
                 msg = expect("outputs", o.run_timeout_s, "run")
             if msg["checksums"] != ref.checksums:
@@ -334,8 +333,7 @@ class Judge:
             verdict = Verdict(status="ok", correct=True, trials=len(outputs), max_abs_err=worst, stage_s=stage_s,
                               **base)  # fmt: skip
             if self.timed:
-                with waited("wait_timing"), self.timing_lock:
-                    waited.stop()
+                with _waited(stage_s, "wait_timing", self.timing_lock):
                     sb.send({"cmd": "time", "timing_seeds": ref.timing_seeds})
                     msg = expect("timing", o.run_timeout_s, "time")
                 with self._trials_guard():
@@ -403,26 +401,13 @@ class Judge:
                 verdict.speedup_compile = verdict.compile_runtime.median_ms / verdict.runtime.median_ms
 
 
-class _Waits:
-    """Seconds spent waiting for a slot or a lock, into a verdict's `stage_s` (where throughput goes).
-
-    `with waited("name"), lock: waited.stop()` records the wait for `lock`; without `stop()`, the whole block."""
-
-    def __init__(self, stage_s: dict[str, float]):
-        self.stage_s, self.name, self.t0 = stage_s, None, 0.0
-
-    @contextlib.contextmanager
-    def __call__(self, name: str):
-        self.name, self.t0 = name, time.monotonic()
-        try:
-            yield
-        finally:
-            self.stop()
-
-    def stop(self) -> None:
-        if self.name is not None:
-            self.stage_s[self.name] = round(time.monotonic() - self.t0, 3)
-            self.name = None
+@contextlib.contextmanager
+def _waited(stage_s: dict[str, float], name: str, lock):
+    """Hold `lock`, recording in `stage_s[name]` how long it took to get it (where a pool's throughput goes)."""
+    t0 = time.monotonic()
+    with lock:
+        stage_s[name] = round(time.monotonic() - t0, 3)
+        yield
 
 
 def _replay_plan(trials: int) -> list[list[int]]:
