@@ -283,11 +283,16 @@ class Judge:
                         rc = exit_.returncode or 0
                         how = f"signal {-rc}" if rc < 0 else f"code {rc}"
                         raise fail("crashed", f"worker died during {stage} ({how}) without a result\n{exit_.log_tail}")
+                    bad = malformed(msg)
+                    if bad is not None:  # the key is in the worker's memory: a candidate can forge messages
+                        raise fail("rejected", f"the worker sent a malformed `{msg.get('event')}` message: {bad}",
+                                   "channel")  # fmt: skip
                     if msg["event"] == event:
                         stage_s[stage] = round(time.monotonic() - t0, 3)
-                        split = msg.get("seconds")  # the worker's own split of the stage
-                        for part, seconds in (split.items() if isinstance(split, dict) else ()):
-                            stage_s[f"{stage}.{part}"] = round(float(seconds), 3)
+                        split = msg.get("seconds")  # the worker's own split of the stage (figures only)
+                        for part, seconds in list(split.items())[:8] if isinstance(split, dict) else ():
+                            if isinstance(seconds, (int, float)):
+                                stage_s[f"{stage}.{str(part)[:24]}"] = round(float(seconds), 3)
                         return msg
                     if msg["event"] == "error":
                         status = "compile_error" if msg["stage"] in ("import", "compile") else "runtime_error"
@@ -399,6 +404,53 @@ class Judge:
                 verdict.speedup_eager = verdict.ref_runtime.median_ms / verdict.runtime.median_ms
             if verdict.compile_runtime:
                 verdict.speedup_compile = verdict.compile_runtime.median_ms / verdict.runtime.median_ms
+
+
+def malformed(msg: Any) -> str | None:
+    """What is wrong with a worker message the judge will read fields of, or None. Worker messages are signed, but
+    the key lives in the worker, so a candidate can send its own: a wrong type must become a verdict, not an
+    exception in the judge, and a file name must stay inside the job's scratch directory."""
+    if not isinstance(msg, dict) or not isinstance(msg.get("event"), str):
+        return "not a dict with a string `event`"
+    fields: dict[str, Callable[[Any], bool]] = {  # required fields per event
+        "error": {"stage": _is_str, "message": _is_str},
+        "guard": {"guard": _is_str, "message": _is_str},
+        "outputs": {"file": _is_name, "structures": _list_of(_is_str), "checksums": _list_of(_list_of(_is_str))},
+        "timing": {"timed_file": _is_name, "candidate": _is_timing},
+    }.get(msg["event"], {})  # type: ignore[assignment]
+    for name, ok in fields.items():
+        if not ok(msg.get(name)):
+            return f"field `{name}`"
+    optional = {
+        "ops": lambda v: isinstance(v, dict) and all(type(n) is int for n in v.values()),
+        "launches": lambda v: v is None or type(v) is int,
+        "storage_bytes": lambda v: type(v) is int,
+    }
+    for name, ok in optional.items():
+        if name in msg and not ok(msg[name]):
+            return f"field `{name}`"
+    return None
+
+
+def _is_str(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _is_name(v: Any) -> bool:
+    return isinstance(v, str) and v == Path(v).name and v not in ("", ".", "..")
+
+
+def _list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, list) and all(check(x) for x in v)
+
+
+def _is_timing(v: Any) -> bool:
+    """`time_model`'s summaries: events and wall, each exactly `Timing`'s fields, numbers."""
+    keys = {"median_ms", "iqr_ms", "min_ms", "n"}
+    return isinstance(v, dict) and all(
+        isinstance(v.get(k), dict) and set(v[k]) == keys and all(isinstance(x, (int, float)) for x in v[k].values())
+        for k in ("events", "wall")
+    )
 
 
 @contextlib.contextmanager
