@@ -319,14 +319,24 @@ class Judge:
             if msg["checksums"] != ref.checksums:
                 raise fail("rejected", "the candidate's inputs differ from the reference's (torch patched?)", "inputs")
             try:
+                t0 = time.monotonic()
                 data = torch.load(sb.scratch / msg["file"], weights_only=True, map_location="cpu")
-                outputs = data["outputs"]
+                stage_s["load"] = round(time.monotonic() - t0, 3)
             except Exception as exc:  # a tensor subclass or a forged file does not load under weights_only
                 raise fail("rejected", f"outputs did not load as plain tensors: {exc}", "tensor_subclass") from None
+            data = data if isinstance(data, dict) else {}
+            outputs, replay = data.get("outputs"), data.get("replay")
+            expected = (len(ref.outputs), len(ref.replay_outputs))
+            if not (_lists_of_lists(outputs) and _lists_of_lists(replay)) or (len(outputs), len(replay)) != expected:
+                # the comparison zips trials: a short (forged) file must not skip any
+                raise fail("rejected", f"the outputs file does not hold {expected[0]} trials and {expected[1]} replays",
+                           "channel")  # fmt: skip
             if msg["structures"] != ref.structures:
                 raise fail("incorrect", f"output structure {msg['structures'][0]} != {ref.structures[0]}", "structure")
-            with self._trials_guard():  # on the GPU the comparisons are GPU work: never while a module is timed
-                worst = self._compare_trials(ref, outputs, data["replay"], fail)
+            with _waited(stage_s, "wait_compare", self._trials_guard()):  # GPU work: never while a module is timed
+                t0 = time.monotonic()
+                worst = self._compare_trials(ref, outputs, replay, fail)
+                stage_s["compare"] = round(time.monotonic() - t0, 3)
             violation = library_op_violation(ref.ops, msg.get("ops", {}), msg.get("launches"), o.library_ops)
             if violation is not None:
                 raise fail("rejected", violation, "no_custom_kernel")
@@ -383,6 +393,9 @@ class Judge:
             timed = torch.load(path, weights_only=True, map_location="cpu")
         except Exception as exc:
             return "tensor_subclass", f"timed outputs did not load as plain tensors: {exc}"
+        if not isinstance(timed, list) or not all(isinstance(t, (list, tuple)) and len(t) == 2
+                                                  and isinstance(t[1], list) for t in timed):  # fmt: skip
+            return "channel", "the timed outputs file does not hold (structure, outputs) pairs"
         if len(timed) != len(ref.timed_outputs):
             return "replay", f"{len(timed)} timed outputs kept, expected {len(ref.timed_outputs)}"
         for j, ((structure, out), (ref_structure, expected)) in enumerate(zip(timed, ref.timed_outputs)):
@@ -430,6 +443,10 @@ def malformed(msg: Any) -> str | None:
         if name in msg and not ok(msg[name]):
             return f"field `{name}`"
     return None
+
+
+def _lists_of_lists(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, list) for x in v)
 
 
 def _is_str(v: Any) -> bool:
