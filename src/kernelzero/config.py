@@ -101,8 +101,10 @@ class RunConfig:
     """API sets, task batch, hard pool and l(m) sampling."""
     validation: ValidationConfig = field(default_factory=ValidationConfig)
     """Task validation in the sandbox (budget, thresholds, device)."""
-    judge: JudgeOptions = field(default_factory=lambda: JudgeOptions(trials=2))
-    """The judge of every Coder sample (device auto: CUDA when present, else the Triton interpreter)."""
+    judge: JudgeOptions = field(default_factory=lambda: JudgeOptions(trials=2, compile_baseline=False))
+    """The judge of every Coder sample (device auto: CUDA when present, else the Triton interpreter). No
+    `torch.compile` baseline: the reward uses speedups against eager, and compiling every new task's reference costs
+    tens of seconds before its first verdict (`kernelzero eval` reports both baselines)."""
     judge_workers: int | None = None
     """Candidates judged concurrently (default: the CPU count on CPU, 4 on GPU)."""
     tensorboard: bool = True
@@ -142,7 +144,7 @@ def preset(name: str) -> RunConfig:
             proposer=proposer_preset("runs/proposer"),
             loop=LoopConfig(api_sets_per_round=512, tasks_per_round=64, coder_k=8, hard_per_round=32,
                             coder_tasks_max=256, max_new_tokens=1024),  # fmt: skip
-            judge=JudgeOptions(device="cuda", trials=5),
+            judge=JudgeOptions(device="cuda", trials=5, compile_baseline=False),
             validation=ValidationConfig(device="cuda"),
         )
     raise ConfigError(f"preset must be one of {', '.join(PRESETS)}, got {name!r}")
