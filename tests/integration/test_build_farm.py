@@ -111,18 +111,24 @@ def test_stale_promotion_is_cleaned_and_cpu_unbuildable_falls_back(tmp_path):
 
 
 def test_warm_farm_builds_in_a_prespawned_worker_and_closes(tmp_path):
-    """`warm=True` (what JudgePool uses): the build job goes to a worker spawned ahead with torch imported; a fresh
-    one replaces it; close() stops them all."""
+    """`warm=True` (what JudgePool uses): build jobs go to workers spawned ahead with torch imported, each replaced
+    after its one job; none is spawned before the first build; close() stops them all."""
     farm = BuildFarm(str(tmp_path), workers=1, pch=False, warm=True)
-    spawned = list(farm._warm._ready)
-    assert len(spawned) == 1 and spawned[0].alive()
+    assert farm._warm is None  # a Triton-only run never spawns build workers
+
+    def ready():
+        deadline = time.monotonic() + 60
+        while not farm._warm._ready and time.monotonic() < deadline:  # refilled in the background
+            time.sleep(0.1)
+        return list(farm._warm._ready)
+
     r = farm.build("raise RuntimeError('stop here')  # load_inline\n")
     assert r.status == "fallback" and "stop here" in r.feedback and farm.builds_started == 1
-    assert not spawned[0].alive()  # one job per worker: the warm one ran this build and exited
-    deadline = time.monotonic() + 60
-    while not farm._warm._ready and time.monotonic() < deadline:  # refilled in the background
-        time.sleep(0.1)
-    refill = list(farm._warm._ready)
-    assert refill and refill[0] is not spawned[0]
+    (waiting,) = ready()
+    r = farm.build("raise RuntimeError('again')  # load_inline\n")
+    assert r.status == "fallback" and "again" in r.feedback and farm.builds_started == 2
+    assert not waiting.alive()  # that pre-spawned worker ran the second build, and a worker serves one job
+    (refill,) = ready()
+    assert refill is not waiting and refill.alive()
     farm.close()
-    assert not any(sb.alive() for sb in refill)
+    assert not refill.alive()

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kernelzero.judge.sandbox import WarmSandboxes
+    from kernelzero.judge.sandbox import Sandbox, WarmSandboxes
 
 _BUILD_ERROR = "Error building extension"  # torch's message when ninja fails: the candidate's compile error
 
@@ -182,19 +182,28 @@ class BuildFarm:
         self._pch_dirs: dict[str, str] = {}  # json(host cflags) -> dir holding torch/extension.h.gch
         if self.pch:
             threading.Thread(target=self._warm_pch, name="kz-pch", daemon=True).start()
-        self._warm: WarmSandboxes | None = None
-        if self.warm:
-            from kernelzero.judge.sandbox import WarmSandboxes
-
-            self._warm = WarmSandboxes(self.workers, "cpu", self.memory_limit_gb, self._env(), prewarm=False)
+        self._warm: WarmSandboxes | None = None  # started by the first build: a Triton-only run spawns none
 
     def _env(self) -> dict[str, str]:
         return {"TORCH_CUDA_ARCH_LIST": self.arch, "MAX_JOBS": "2", "CUDA_VISIBLE_DEVICES": ""}
 
     def close(self) -> None:
         """Stop the warm build workers (builds in progress finish)."""
-        if self._warm is not None:
-            self._warm.close()
+        with self._lock:
+            warm, self.warm = self._warm, False
+        if warm is not None:
+            warm.close()
+
+    def _sandbox(self, job: dict[str, Any]) -> Sandbox:
+        from kernelzero.judge.sandbox import Sandbox, WarmSandboxes
+
+        with self._lock:
+            if self.warm and self._warm is None:
+                self._warm = WarmSandboxes(self.workers, "cpu", self.memory_limit_gb, self._env(), prewarm=False)
+            warm = self._warm
+        if warm is not None:
+            return warm.take(job)
+        return Sandbox(job=job, device="cpu", memory_limit_gb=self.memory_limit_gb, extra_env=self._env())
 
     @staticmethod
     def applies(source: str) -> bool:
@@ -233,17 +242,14 @@ class BuildFarm:
         return result
 
     def _run(self, source: str, key: str) -> BuildResult:
-        from kernelzero.judge.sandbox import ChannelError, Sandbox
+        from kernelzero.judge.sandbox import ChannelError
 
         with self._lock:
             self.builds_started += 1
         with self._lock:
             pch_dirs = dict(self._pch_dirs)
         job = {"kind": "build", "device": "cpu", "build_mode": "build", "pch_dirs": pch_dirs}
-        if self._warm is not None:
-            sb = self._warm.take(job)
-        else:
-            sb = Sandbox(job=job, device="cpu", memory_limit_gb=self.memory_limit_gb, extra_env=self._env())
+        sb = self._sandbox(job)
         (sb.scratch / "candidate.py").write_text(source)
         sb.job.update(candidate_path=str(sb.scratch / "candidate.py"), build_dir=str(sb.scratch / "builds"))
         msg: dict | None = None
