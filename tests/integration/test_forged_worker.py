@@ -6,6 +6,7 @@ The reference is real (a CPU worker); the candidate's worker is replaced by a sc
 scratch directory, which is exactly what a forging candidate controls.
 """
 
+import hashlib
 import tempfile
 from pathlib import Path
 
@@ -28,7 +29,8 @@ class ForgedSandbox:
         self.scratch = Path(tempfile.mkdtemp(prefix="kz-forged-"))
         for name, obj in files.items():
             torch.save(obj, self.scratch / name)
-        self.messages = list(messages)
+        self.messages = [{**m, "sha256": _sha(self.scratch / m["file"])} if m.get("sha256") == "auto" else m
+                         for m in messages]  # fmt: skip
 
     def start(self) -> None: ...
 
@@ -63,9 +65,14 @@ def _judge_forged(judge_and_ref, monkeypatch, outputs_msg: dict, files: dict):
     return judge.judge(task, (FIX / "relu_triton_ok.py").read_text(), "triton")
 
 
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "0" * 64
+
+
 def _outputs_msg(ref, **over) -> dict:
+    """The message a worker sends; sha256 "auto": the digest of the file as it is in the scratch directory."""
     return {"event": "outputs", "file": "out.pt", "structures": ref.structures, "checksums": ref.checksums,
-            "ops": {}, "launches": 1, **over}  # fmt: skip
+            "ops": {}, "launches": 1, "sha256": "auto", **over}  # fmt: skip
 
 
 def test_the_honest_shape_passes(judge_and_ref, monkeypatch):
@@ -103,3 +110,34 @@ def test_an_outputs_file_that_is_not_a_dict_is_rejected(judge_and_ref, monkeypat
     _, _, ref = judge_and_ref
     v = _judge_forged(judge_and_ref, monkeypatch, _outputs_msg(ref), {"out.pt": [1, 2, 3]})
     assert (v.status, v.guard) == ("rejected", "channel"), v.feedback
+
+
+def test_an_outputs_file_rewritten_after_the_worker_wrote_it_is_rejected(judge_and_ref, monkeypatch):
+    """The worker's digest is of the bytes it serialised; the file holds other (here: the right) outputs, as left
+    by candidate code running after the harness's write (tests/adversarial/cases/triton_rewrite_outputs_file.py)."""
+    _, _, ref = judge_and_ref
+    files = {"out.pt": {"outputs": ref.outputs, "replay": ref.replay_outputs}}
+    v = _judge_forged(judge_and_ref, monkeypatch, _outputs_msg(ref, sha256="ab" * 32), files)
+    assert (v.status, v.guard) == ("rejected", "channel"), v.feedback
+    assert "changed after the worker wrote it" in v.feedback
+
+
+def test_a_signal_handler_rewriting_the_outputs_file_never_passes():
+    """The real exploit (tests/fixtures/judge/rewrite_outputs_signal.py): rejected statically for its signal
+    handler; with the static rules off it races the parent's read, and loses either way: `channel` when its rewrite
+    lands first (the digest), `incorrect` when the parent reads first. The judge before the digest said `ok` when
+    the rewrite landed first."""
+    import kernelzero.judge.core as core
+
+    task = Task.from_file(Path(__file__).parents[1] / "adversarial" / "tasks" / "relu_small.py")
+    source = (FIX / "rewrite_outputs_signal.py").read_text()
+    judge = Judge(JudgeOptions(device="cpu", trials=2))
+    v = judge.judge(task, source, "triton")
+    assert (v.status, v.guard) == ("rejected", "static:threads"), v.feedback
+    saved = list(core.STATIC_CHECKS)
+    core.STATIC_CHECKS.clear()
+    try:
+        outcomes = {(v.status, v.guard) for v in (judge.judge(task, source, "triton") for _ in range(3))}
+    finally:
+        core.STATIC_CHECKS.extend(saved)
+    assert outcomes <= {("rejected", "channel"), ("incorrect", "value")}, outcomes

@@ -7,9 +7,9 @@ from kernelzero.judge.core import malformed
 
 TIMING = {"median_ms": 1.0, "iqr_ms": 0.1, "min_ms": 0.9, "n": 20}
 OUTPUTS = {"event": "outputs", "file": "out.pt", "structures": ["tensor"], "checksums": [["ab"]], "ops": {"add": 4},
-           "launches": 1, "seconds": {"trials": 0.5}}  # fmt: skip
+           "launches": 1, "seconds": {"trials": 0.5}, "sha256": "0" * 64}  # fmt: skip
 TIMED = {"event": "timing", "timed_file": "timed.pt", "candidate": {"events": TIMING, "wall": TIMING},
-         "storage_bytes": 64}  # fmt: skip
+         "storage_bytes": 64, "timed_sha256": "0" * 64}  # fmt: skip
 
 
 def test_what_the_worker_sends_is_well_formed():
@@ -32,6 +32,7 @@ def test_what_the_worker_sends_is_well_formed():
         ({**TIMED, "timed_file": ".."}, "timed_file"),
         ({**TIMED, "storage_bytes": 1.5}, "storage_bytes"),
         ({"event": "guard", "guard": None, "message": "x"}, "guard"),
+        ({k: v for k, v in OUTPUTS.items() if k != "sha256"}, "sha256"),  # the digest of out.pt is required
     ],
 )
 def test_forged_shapes_are_named(msg, field):

@@ -36,7 +36,7 @@ from kernelzero.judge.check import compare
 from kernelzero.judge.env import fingerprint
 from kernelzero.judge.guards import STATIC, library_op_violation, timing_violation
 from kernelzero.judge.options import BACKENDS, JudgeOptions
-from kernelzero.judge.sandbox import ChannelError, Sandbox, WarmSandboxes, isolation_mode
+from kernelzero.judge.sandbox import ChannelError, Sandbox, WarmSandboxes, isolation_mode, load_output
 from kernelzero.judge.verdict import Timing, Verdict
 from kernelzero.tasks import Task
 
@@ -320,8 +320,10 @@ class Judge:
                 raise fail("rejected", "the candidate's inputs differ from the reference's (torch patched?)", "inputs")
             try:
                 t0 = time.monotonic()
-                data = torch.load(sb.scratch / msg["file"], weights_only=True, map_location="cpu")
+                data = load_output(sb.scratch, msg["file"], msg["sha256"])
                 stage_s["load"] = round(time.monotonic() - t0, 3)
+            except ChannelError as exc:
+                raise fail("rejected", str(exc), "channel") from None
             except Exception as exc:  # a tensor subclass or a forged file does not load under weights_only
                 raise fail("rejected", f"outputs did not load as plain tensors: {exc}", "tensor_subclass") from None
             data = data if isinstance(data, dict) else {}
@@ -352,7 +354,7 @@ class Judge:
                     sb.send({"cmd": "time", "timing_seeds": ref.timing_seeds})
                     msg = expect("timing", o.run_timeout_s, "time")
                 with self._trials_guard():
-                    bad = self._check_timed_outputs(sb.scratch / msg["timed_file"], ref)
+                    bad = self._check_timed_outputs(sb.scratch, msg["timed_file"], msg["timed_sha256"], ref)
                 if bad is not None:  # honest only while not timed
                     raise fail("rejected", bad[1], bad[0])
                 written = min(_nbytes(ref.outputs[0]), msg.get("storage_bytes", 0))
@@ -385,12 +387,14 @@ class Judge:
                            f"contents) gave a stale or wrong output: {res.feedback}", "replay")  # fmt: skip
         return worst
 
-    def _check_timed_outputs(self, path: Path, ref: Reference) -> tuple[str, str] | None:
+    def _check_timed_outputs(self, scratch: Path, name: str, sha256: str, ref: Reference) -> tuple[str, str] | None:
         """Guard `replay`, timed calls: outputs made while the clock ran (flush buffer live, timing inputs) must
         match the reference's on the same inputs. Stops a module that is honest until it senses it is timed.
         Returns (guard, feedback) on a violation."""
         try:
-            timed = torch.load(path, weights_only=True, map_location="cpu")
+            timed = load_output(scratch, name, sha256)
+        except ChannelError as exc:
+            return "channel", str(exc)
         except Exception as exc:
             return "tensor_subclass", f"timed outputs did not load as plain tensors: {exc}"
         if not isinstance(timed, list) or not all(isinstance(t, (list, tuple)) and len(t) == 2
@@ -428,8 +432,9 @@ def malformed(msg: Any) -> str | None:
     fields: dict[str, Callable[[Any], bool]] = {  # required fields per event
         "error": {"stage": _is_str, "message": _is_str},
         "guard": {"guard": _is_str, "message": _is_str},
-        "outputs": {"file": _is_name, "structures": _list_of(_is_str), "checksums": _list_of(_list_of(_is_str))},
-        "timing": {"timed_file": _is_name, "candidate": _is_timing},
+        "outputs": {"file": _is_name, "structures": _list_of(_is_str), "checksums": _list_of(_list_of(_is_str)),
+                    "sha256": _is_str},
+        "timing": {"timed_file": _is_name, "candidate": _is_timing, "timed_sha256": _is_str},
     }.get(msg["event"], {})  # type: ignore[assignment]
     for name, ok in fields.items():
         if not ok(msg.get(name)):

@@ -15,7 +15,10 @@ import re
 
 Hit = "tuple[str, str] | None"
 
-THREAD_MODULES = {"threading", "_thread", "multiprocessing", "concurrent", "subprocess", "asyncio", "sched"}
+# `signal`: a handler (SIGALRM from an interval timer) runs candidate code between any two bytecodes of the harness,
+# e.g. after it wrote the outputs file (tests/adversarial/cases/triton_rewrite_outputs_file.py).
+THREAD_MODULES = {"threading", "_thread", "multiprocessing", "concurrent", "subprocess", "asyncio", "sched", "signal",
+                  "_signal"}  # fmt: skip
 THREAD_ATTRS = {"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp", "spawnl", "spawnv", "spawnve",
                 "spawnlp", "spawnvp", "execv", "execve", "execl", "execvp", "register_at_fork"}  # fmt: skip
 HARNESS_MODULES = {"kernelzero", "kz_task", "kz_candidate"}
@@ -131,7 +134,8 @@ def check_threads(tree: ast.Module, source: str, backend: str) -> Hit:
             or parts[:2] == ["torch", "multiprocessing"]
             or (parts[0] == "os" and len(parts) > 1 and parts[1] in THREAD_ATTRS)
         ):
-            return "static:threads", f"importing {module} is not allowed (no threads, processes or event loops)"
+            return "static:threads", (f"importing {module} is not allowed (no threads, processes, event loops or "
+                                      "signal handlers)")
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in THREAD_ATTRS and _root(node) == "os":
             return "static:threads", f"line {node.lineno}: os.{node.attr} is not allowed"

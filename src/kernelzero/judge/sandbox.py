@@ -155,6 +155,20 @@ class Channel:
         return bytes(buf)
 
 
+def load_output(scratch: Path, name: str, sha256: str) -> Any:
+    """A tensor file a worker wrote into its scratch, loaded only if its bytes have the SHA-256 the worker computed
+    before writing it (sent in its signed message): candidate code that runs after the write (a finalizer, a signal
+    handler) can rewrite the file, not the digest. Raises ChannelError on a mismatch; loads the bytes it checked."""
+    import io
+
+    import torch
+
+    data = (scratch / name).read_bytes()
+    if not hmac.compare_digest(hashlib.sha256(data).hexdigest(), sha256):
+        raise ChannelError(f"{name} changed after the worker wrote it (its SHA-256 differs from the worker's)")
+    return torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
+
+
 def _namespaces_available() -> bool:
     if os.environ.get("KERNELZERO_SANDBOX", "") == "process" or shutil.which("unshare") is None:
         return False

@@ -14,6 +14,7 @@ Everything the harness needs from torch is bound before candidate code is import
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import secrets
@@ -113,7 +114,7 @@ class _Bound:
     def __init__(self, torch):
         self.perf_counter = time.perf_counter
         self.randbelow = secrets.randbelow  # which timed calls' outputs are checked (timing.time_model)
-        self.save = torch.save
+        self._torch_save, self._bytes_io, self._sha256, self._open = torch.save, io.BytesIO, hashlib.sha256, open
         self.clone = torch.Tensor.clone
         self.equal = torch.equal
         self.tensor_type = torch.Tensor
@@ -125,6 +126,18 @@ class _Bound:
             self.event = _host_event(time.perf_counter)
             self.synchronize = lambda: None
             self.elapsed = lambda start, end: (end.t - start.t) * 1e3
+
+
+    def save(self, obj, path: Path) -> str:
+        """Write `obj` for the parent and return the SHA-256 of the bytes, computed in memory before any file
+        exists. Candidate code can run while the harness runs (a finalizer, a signal handler) and rewrite the file;
+        the parent checks the digest, which travels in the signed message, so a rewritten file is rejected."""
+        buf = self._bytes_io()
+        self._torch_save(obj, buf)
+        data = buf.getbuffer()
+        with self._open(path, "wb") as f:
+            f.write(data)
+        return self._sha256(data).hexdigest()
 
 
 def _host_event(clock):
@@ -358,7 +371,7 @@ def _job_reference(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     chan.send({"event": "timing_ready"})
     if json.loads(sys.stdin.readline() or "{}").get("cmd") != "time":
         return
-    eager = time_and_keep(torch, bound, model, input_sets, job["timing"], Path(job["scratch"]) / "ref_timed.pt")
+    eager, _ = time_and_keep(torch, bound, model, input_sets, job["timing"], Path(job["scratch"]) / "ref_timed.pt")
     result = {"event": "timing", "eager": eager, "timed_file": "ref_timed.pt"}
     if compiled is not None:
         try:
@@ -370,11 +383,11 @@ def _job_reference(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     chan.send(result)
 
 
-def time_and_keep(torch, bound: _Bound, model, input_sets: list, cfg: dict, path: Path) -> dict:
-    """`time_model` keeping one timed call's output per input set, saved to `path` for the parent's check."""
+def time_and_keep(torch, bound: _Bound, model, input_sets: list, cfg: dict, path: Path) -> tuple[dict, str]:
+    """`time_model` keeping one timed call's output per input set, saved to `path` for the parent's check.
+    Returns (timing summaries, the saved file's SHA-256)."""
     stats = time_model(torch, bound, model, input_sets, cfg, capture=capture_output(torch, bound))
-    save_captured(torch, bound, stats.pop("captured"), path)
-    return stats
+    return stats, save_captured(torch, bound, stats.pop("captured"), path)
 
 
 def capture_output(torch, bound: _Bound):
@@ -388,10 +401,10 @@ def capture_output(torch, bound: _Bound):
     return capture
 
 
-def save_captured(torch, bound: _Bound, captured: list, path: Path) -> None:
+def save_captured(torch, bound: _Bound, captured: list, path: Path) -> str:
     """The captured outputs of timed calls, on the CPU, as [(structure, [tensor | None])] per input set."""
-    bound.save([(s, [None if t is None else t.detach().to("cpu").contiguous() for t in ts]) for s, ts in captured],
-               path)  # fmt: skip
+    return bound.save([(s, [None if t is None else t.detach().to("cpu").contiguous() for t in ts])
+                       for s, ts in captured], path)  # fmt: skip
 
 
 def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
@@ -446,11 +459,12 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     # launches is None where nothing could count them (a CUDA candidate on a machine without the profiler trace)
     countable = job.get("backend") == "triton" or device == "cuda"
     t_save = bound.perf_counter()
-    bound.save({"outputs": outputs, "replay": replay}, Path(job["scratch"]) / "out.pt")
+    digest = bound.save({"outputs": outputs, "replay": replay}, Path(job["scratch"]) / "out.pt")
     seconds = {"first_call": getattr(bound, "first_call_s", 0.0), "trials": t_replay - t_run,
                "replay": t_save - t_replay, "save": bound.perf_counter() - t_save}  # fmt: skip
     chan.send({"event": "outputs", "file": "out.pt", "structures": structures, "checksums": sums,
-               "ops": recorder.ops, "launches": counter.count if countable else None, "seconds": seconds})  # fmt: skip
+               "ops": recorder.ops, "launches": counter.count if countable else None, "seconds": seconds,
+               "sha256": digest})  # fmt: skip
     if not job.get("timing"):
         return
     command = json.loads(sys.stdin.readline() or "{}")  # wait until the parent has the GPU to itself for us
@@ -462,10 +476,10 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     input_sets = [make_inputs(torch, task_mod, s, device) for s in command["timing_seeds"]]
     t1 = bound.perf_counter()
     try:
-        stats = time_and_keep(torch, bound, model, input_sets, job["timing"], Path(job["scratch"]) / "timed.pt")
+        stats, digest = time_and_keep(torch, bound, model, input_sets, job["timing"], Path(job["scratch"]) / "timed.pt")
     except Exception as exc:
         raise StageError("timing", exc) from exc
-    chan.send({"event": "timing", "candidate": stats, "timed_file": "timed.pt",
+    chan.send({"event": "timing", "candidate": stats, "timed_file": "timed.pt", "timed_sha256": digest,
                "storage_bytes": getattr(bound, "storage_bytes", 0),
                "seconds": {"timing_inputs": t1 - t0, "timing": bound.perf_counter() - t1}})  # fmt: skip
 
