@@ -4,6 +4,8 @@
 files written exactly as the workers write them.
 """
 
+import hashlib
+import io
 import random
 import time
 
@@ -12,7 +14,7 @@ import torch
 from kernelzero.judge.core import Judge, Reference
 from kernelzero.judge.options import JudgeOptions
 from kernelzero.judge.timing import time_model
-from kernelzero.judge.worker import capture_output, save_captured
+from kernelzero.judge.worker import _Bound, capture_output, save_captured
 
 
 class _Event:
@@ -26,7 +28,8 @@ class _Event:
 class _HostBound:  # the worker's _Bound with host clocks in place of CUDA events
     perf_counter = staticmethod(time.perf_counter)
     tensor_type = torch.Tensor
-    save = staticmethod(torch.save)
+    save = _Bound.save  # the worker's: serialise in memory, write, return the bytes' SHA-256
+    _torch_save, _bytes_io, _sha256, _open = staticmethod(torch.save), io.BytesIO, hashlib.sha256, open
     event = _Event
 
     def __init__(self, seed: int = 0):
@@ -107,18 +110,23 @@ def _reference(tmp_path, model) -> tuple[Judge, Reference]:
     return judge, ref
 
 
+def _sha(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def test_parent_accepts_honest_timed_outputs(tmp_path):
     judge, ref = _reference(tmp_path, Double())
     _, captured = _captured(ReusesBuffer(), seed=3)
-    save_captured(torch, _HostBound(), captured, tmp_path / "timed.pt")
-    assert judge._check_timed_outputs(tmp_path / "timed.pt", ref) is None
+    digest = save_captured(torch, _HostBound(), captured, tmp_path / "timed.pt")
+    assert digest == _sha(tmp_path / "timed.pt")
+    assert judge._check_timed_outputs(tmp_path, "timed.pt", digest, ref) is None
 
 
 def test_parent_rejects_a_module_honest_only_before_timing(tmp_path):
     judge, ref = _reference(tmp_path, Double())
     _, captured = _captured(HonestUntilTimed())
-    save_captured(torch, _HostBound(), captured, tmp_path / "timed.pt")
-    guard, feedback = judge._check_timed_outputs(tmp_path / "timed.pt", ref)
+    digest = save_captured(torch, _HostBound(), captured, tmp_path / "timed.pt")
+    guard, feedback = judge._check_timed_outputs(tmp_path, "timed.pt", digest, ref)
     assert guard == "replay"
     assert "input set 1" in feedback or "input set 2" in feedback or "input set 3" in feedback
 
@@ -126,9 +134,18 @@ def test_parent_rejects_a_module_honest_only_before_timing(tmp_path):
 def test_parent_rejects_a_subclass_or_missing_set(tmp_path):
     judge, ref = _reference(tmp_path, Double())
     torch.save([("tensor", [None])] * 3, tmp_path / "timed.pt")  # what capture keeps for a tensor subclass
-    assert judge._check_timed_outputs(tmp_path / "timed.pt", ref)[0] == "tensor_subclass"
+    assert judge._check_timed_outputs(tmp_path, "timed.pt", _sha(tmp_path / "timed.pt"), ref)[0] == "tensor_subclass"
     torch.save(ref.timed_outputs[:2], tmp_path / "short.pt")
-    assert judge._check_timed_outputs(tmp_path / "short.pt", ref)[0] == "replay"
+    assert judge._check_timed_outputs(tmp_path, "short.pt", _sha(tmp_path / "short.pt"), ref)[0] == "replay"
+
+
+def test_parent_rejects_timed_outputs_rewritten_after_the_worker_saved_them(tmp_path):
+    judge, ref = _reference(tmp_path, Double())
+    _, captured = _captured(HonestUntilTimed())
+    digest = save_captured(torch, _HostBound(), captured, tmp_path / "timed.pt")
+    torch.save(ref.timed_outputs, tmp_path / "timed.pt")  # the right answers, put there after the worker's write
+    guard, feedback = judge._check_timed_outputs(tmp_path, "timed.pt", digest, ref)
+    assert guard == "channel" and "changed after the worker wrote it" in feedback
 
 
 def _stats(events_ms: float, wall_ms: float) -> dict:
