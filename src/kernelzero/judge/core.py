@@ -306,9 +306,8 @@ class Judge:
                 raise fail("rejected", f"the worker's result channel was tampered with: {exc}", "channel") from None
 
         if self.gpu_slots is not None:
-            t0 = time.monotonic()
-            self.gpu_slots.acquire()
-            stage_s["wait_slot"] = round(time.monotonic() - t0, 3)
+            with _stopwatch(stage_s, "wait_slot"):
+                self.gpu_slots.acquire()
         try:
             sb.start()
             expect("started", o.build_timeout_s, "start")
@@ -319,9 +318,8 @@ class Judge:
             if msg["checksums"] != ref.checksums:
                 raise fail("rejected", "the candidate's inputs differ from the reference's (torch patched?)", "inputs")
             try:
-                t0 = time.monotonic()
-                data = load_output(sb.scratch, msg["file"], msg["sha256"])
-                stage_s["load"] = round(time.monotonic() - t0, 3)
+                with _stopwatch(stage_s, "load"):
+                    data = load_output(sb.scratch, msg["file"], msg["sha256"])
             except ChannelError as exc:
                 raise fail("rejected", str(exc), "channel") from None
             except Exception as exc:  # a tensor subclass or a forged file does not load under weights_only
@@ -336,9 +334,8 @@ class Judge:
             if msg["structures"] != ref.structures:
                 raise fail("incorrect", f"output structure {msg['structures'][0]} != {ref.structures[0]}", "structure")
             with _waited(stage_s, "wait_compare", self._trials_guard()):  # GPU work: never while a module is timed
-                t0 = time.monotonic()
-                worst = self._compare_trials(ref, outputs, replay, fail)
-                stage_s["compare"] = round(time.monotonic() - t0, 3)
+                with _stopwatch(stage_s, "compare"):
+                    worst = self._compare_trials(ref, outputs, replay, fail)
             violation = library_op_violation(ref.ops, msg.get("ops", {}), msg.get("launches"), o.library_ops)
             if violation is not None:
                 raise fail("rejected", violation, "no_custom_kernel")
@@ -429,22 +426,10 @@ def malformed(msg: Any) -> str | None:
     exception in the judge, and a file name must stay inside the job's scratch directory."""
     if not isinstance(msg, dict) or not isinstance(msg.get("event"), str):
         return "not a dict with a string `event`"
-    fields: dict[str, Callable[[Any], bool]] = {  # required fields per event
-        "error": {"stage": _is_str, "message": _is_str},
-        "guard": {"guard": _is_str, "message": _is_str},
-        "outputs": {"file": _is_name, "structures": _list_of(_is_str), "checksums": _list_of(_list_of(_is_str)),
-                    "sha256": _is_str},
-        "timing": {"timed_file": _is_name, "candidate": _is_timing, "timed_sha256": _is_str},
-    }.get(msg["event"], {})  # type: ignore[assignment]
-    for name, ok in fields.items():
+    for name, ok in _REQUIRED.get(msg["event"], {}).items():
         if not ok(msg.get(name)):
             return f"field `{name}`"
-    optional = {
-        "ops": lambda v: isinstance(v, dict) and all(type(n) is int for n in v.values()),
-        "launches": lambda v: v is None or type(v) is int,
-        "storage_bytes": lambda v: type(v) is int,
-    }
-    for name, ok in optional.items():
+    for name, ok in _OPTIONAL.items():
         if name in msg and not ok(msg[name]):
             return f"field `{name}`"
     return None
@@ -475,9 +460,31 @@ def _is_timing(v: Any) -> bool:
     )
 
 
+_REQUIRED: dict[str, dict[str, Callable[[Any], bool]]] = {  # fields `malformed` requires, per event
+    "error": {"stage": _is_str, "message": _is_str},
+    "guard": {"guard": _is_str, "message": _is_str},
+    "outputs": {"file": _is_name, "structures": _list_of(_is_str), "checksums": _list_of(_list_of(_is_str)),
+                "sha256": _is_str},
+    "timing": {"timed_file": _is_name, "candidate": _is_timing, "timed_sha256": _is_str},
+}
+_OPTIONAL: dict[str, Callable[[Any], bool]] = {  # fields `malformed` checks where present
+    "ops": lambda v: isinstance(v, dict) and all(type(n) is int for n in v.values()),
+    "launches": lambda v: v is None or type(v) is int,
+    "storage_bytes": lambda v: type(v) is int,
+}
+
+
+@contextlib.contextmanager
+def _stopwatch(stage_s: dict[str, float], name: str):
+    """Record in `stage_s[name]` the wall seconds the block took, when it completes (where throughput goes)."""
+    t0 = time.monotonic()
+    yield
+    stage_s[name] = round(time.monotonic() - t0, 3)
+
+
 @contextlib.contextmanager
 def _waited(stage_s: dict[str, float], name: str, lock):
-    """Hold `lock`, recording in `stage_s[name]` how long it took to get it (where a pool's throughput goes)."""
+    """Hold `lock`, recording in `stage_s[name]` how long it took to get it."""
     t0 = time.monotonic()
     with lock:
         stage_s[name] = round(time.monotonic() - t0, 3)

@@ -16,7 +16,7 @@ import re
 Hit = "tuple[str, str] | None"
 
 # `signal`: a handler (SIGALRM from an interval timer) runs candidate code between any two bytecodes of the harness,
-# e.g. after it wrote the outputs file (tests/adversarial/cases/triton_rewrite_outputs_file.py).
+# e.g. after it wrote the outputs file (tests/fixtures/judge/rewrite_outputs_signal.py).
 THREAD_MODULES = {"threading", "_thread", "multiprocessing", "concurrent", "subprocess", "asyncio", "sched", "signal",
                   "_signal"}  # fmt: skip
 THREAD_ATTRS = {"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp", "spawnl", "spawnv", "spawnve",

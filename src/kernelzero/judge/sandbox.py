@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import io
 import json
 import os
 import select
@@ -159,8 +160,6 @@ def load_output(scratch: Path, name: str, sha256: str) -> Any:
     """A tensor file a worker wrote into its scratch, loaded only if its bytes have the SHA-256 the worker computed
     before writing it (sent in its signed message): candidate code that runs after the write (a finalizer, a signal
     handler) can rewrite the file, not the digest. Raises ChannelError on a mismatch; loads the bytes it checked."""
-    import io
-
     import torch
 
     data = (scratch / name).read_bytes()
@@ -356,7 +355,8 @@ class WarmSandboxes:
         import threading
 
         self.size, self.device, self.memory_limit_gb = size, device, memory_limit_gb
-        self.extra_env = {**(extra_env or {}), **({"KZ_PREWARM": "1"} if prewarm else {})}
+        self.extra_env = dict(extra_env or {})  # a cold sandbox's: its first-use costs fall where its job needs them
+        self._spawn_env = {**self.extra_env, **({"KZ_PREWARM": "1"} if prewarm else {})}
         self._ready: list[Sandbox] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -364,7 +364,7 @@ class WarmSandboxes:
             self._add()
 
     def _add(self) -> None:
-        sb = Sandbox(job={}, device=self.device, memory_limit_gb=self.memory_limit_gb, extra_env=self.extra_env)
+        sb = Sandbox(job={}, device=self.device, memory_limit_gb=self.memory_limit_gb, extra_env=self._spawn_env)
         sb.spawn()
         with self._lock:
             if not self._closed:
@@ -388,9 +388,9 @@ class WarmSandboxes:
                     cand.cleanup()
         if not self._closed:
             threading.Thread(target=self._add, daemon=True).start()
-        if sb is None:  # cold: its first-use costs fall where the job needs them, no prewarm
-            cold_env = {k: v for k, v in self.extra_env.items() if k != "KZ_PREWARM"}
-            return Sandbox(job=job, device=self.device, memory_limit_gb=self.memory_limit_gb, extra_env=cold_env)
+        if sb is None:
+            return Sandbox(job=job, device=self.device, memory_limit_gb=self.memory_limit_gb,
+                           extra_env=dict(self.extra_env))  # fmt: skip
         sb.job = job
         return sb
 
