@@ -115,9 +115,10 @@ def _split_call(a: dict, job: dict) -> dict | None:
     parts = split(_as_list(a["cpp_sources"]), _as_list(a["cuda_sources"]))
     if parts is None:
         return None
-    # nvcc hands its -O level to the host compiler for host code: the moved host code keeps it.
-    opt = [f for f in a["extra_cuda_cflags"] or [] if re.fullmatch(r"-O[0-3s]?", f)]
-    cflags = [*(a["extra_cflags"] or []), *opt]
+    # nvcc hands its -O level to the host compiler for host code: the moved host code keeps it (once: KernelBench
+    # candidates often pass -O3 in both lists, and ["-O3", "-O3"] would miss the ["-O3"] precompiled header).
+    cflags = list(a["extra_cflags"] or [])
+    cflags += [f for f in a["extra_cuda_cflags"] or [] if re.fullmatch(r"-O[0-3s]?", f) and f not in cflags]
     pch = (job.get("pch_dirs") or {}).get(json.dumps(cflags))
     if pch and not a["extra_include_paths"]:
         cflags = [*cflags, f"-I{pch}"]  # holds only torch/extension.h.gch, built for exactly these flags
@@ -144,6 +145,51 @@ def toolchain() -> dict:
             "nvcc": version(["nvcc", "--version"]), "cxx": version([cxx, "-dumpfullversion"])}  # fmt: skip
 
 
+PCH_FLAG_SETS = ([], ["-O3"], ["-O2"])  # host-TU extra flags with a precompiled header (KernelBench's are -O3)
+
+
+def _has_cuda_toolkit() -> bool:
+    import torch.utils.cpp_extension as cpp
+
+    return cpp.CUDA_HOME is not None
+
+
+def _host_cflags(extra: list[str], with_cuda: bool) -> list[str]:
+    """The flags torch's own ninja file gives a load_inline C++ translation unit (read from the file its writer
+    produces, so they follow the installed torch), without the per-extension `-DTORCH_EXTENSION_NAME`. A precompiled
+    header is only used by a compile whose flags match the ones it was built with."""
+    import shlex
+
+    import torch.utils.cpp_extension as cpp
+
+    writer = cpp._write_ninja_file_to_build_library
+    with tempfile.TemporaryDirectory() as d:
+        kwargs = {"path": f"{d}/build.ninja", "name": "kz_pch", "sources": [f"{d}/main.cpp"], "extra_cflags": extra,
+                  "extra_cuda_cflags": [], "extra_sycl_cflags": [], "extra_ldflags": [], "extra_include_paths": [],
+                  "with_cuda": with_cuda, "with_sycl": False, "is_standalone": False}  # fmt: skip
+        params = inspect.signature(writer).parameters
+        writer(**{k: v for k, v in kwargs.items() if k in params})
+        lines = Path(d, "build.ninja").read_text().splitlines()
+    cflags = shlex.split(next(line for line in lines if line.startswith("cflags = "))[len("cflags = ") :])
+    return [f for f in cflags if not f.startswith("-DTORCH_EXTENSION_NAME=")]
+
+
+def build_pch(out: Path, flags: list[str], with_cuda: bool) -> str | None:
+    """Build `out/torch/extension.h.gch` for host TUs compiled with torch's flags plus `flags`; None on success, else
+    the compiler's error. The header itself is linked beside it: a TU that includes torch/extension.h twice (the
+    split puts the candidate's host code, with its own include, after load_inline's) finds the `.gch` first, and
+    for the second include GCC needs the header in the same directory (it is skipped there: `#pragma once`)."""
+    import torch.utils.cpp_extension as cpp
+
+    header = Path(cpp.include_paths()[0]) / "torch" / "extension.h"
+    (out / "torch").mkdir(parents=True, exist_ok=True)
+    (out / "torch" / "extension.h").symlink_to(header)
+    cmd = [cpp.get_cxx_compiler(), "-x", "c++-header", str(header), "-o", str(out / "torch" / "extension.h.gch"),
+           *_host_cflags(flags, with_cuda)]  # fmt: skip
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    return None if res.returncode == 0 else res.stderr or f"exit {res.returncode}"
+
+
 @dataclass
 class BuildResult:
     """Outcome of building one candidate's extensions. `path` is the cache entry the candidate worker loads from."""
@@ -166,6 +212,7 @@ class BuildFarm:
     memory_limit_gb: float = 16.0
     pch: bool = True  # build precompiled torch/extension.h headers (background, once per cache) for builds
     warm: bool = False  # keep `workers` build workers spawned ahead, `import torch` done (~3 s of each build)
+    pch_wait_s: float = 240.0  # a build waits this long for headers being precompiled (parsing torch doubles it)
 
     def __post_init__(self) -> None:
         # One per core: on the H200 (16 cores) half the cores ran 16 builds in two waves of ~26 s, each build a
@@ -180,7 +227,11 @@ class BuildFarm:
         self._inflight: dict[str, threading.Lock] = {}
         self.builds_started = 0  # build jobs actually run (cache hits and dedupe do not count)
         self._pch_dirs: dict[str, str] = {}  # json(host cflags) -> dir holding torch/extension.h.gch
-        if self.pch:
+        self.pch_ready = threading.Event()  # set once every precompiled header is built (or failed)
+        if not self.pch:
+            self.pch_ready.set()
+        else:
+            toolchain()  # imports torch here: two threads importing it at once fail (partially initialised module)
             threading.Thread(target=self._warm_pch, name="kz-pch", daemon=True).start()
         self._warm: WarmSandboxes | None = None  # started by the first build: a Triton-only run spawns none
 
@@ -246,6 +297,7 @@ class BuildFarm:
 
         with self._lock:
             self.builds_started += 1
+        self.pch_ready.wait(self.pch_wait_s)
         with self._lock:
             pch_dirs = dict(self._pch_dirs)
         job = {"kind": "build", "device": "cpu", "build_mode": "build", "pch_dirs": pch_dirs}
@@ -291,43 +343,32 @@ class BuildFarm:
 
     def _warm_pch(self) -> None:
         """Precompiled torch/extension.h for the host TU of split builds, one per common flag set, built here
-        (trusted) into the cache. Not torch's own `use_pch`: that one lives in site-packages, and every plain
-        load_inline deletes it (in a read-only sandbox that deletion fails the candidate's build)."""
-        import inspect
-        import sysconfig
+        (trusted) into the cache, all at once. Not torch's own `use_pch`: that one lives in site-packages, and every
+        plain load_inline deletes it (in a read-only sandbox that deletion fails the candidate's build)."""
+        try:
+            with_cuda = _has_cuda_toolkit()
+            threads = [threading.Thread(target=self._one_pch, args=(flags, with_cuda), daemon=True)
+                       for flags in PCH_FLAG_SETS]  # fmt: skip
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            self.pch_ready.set()
 
-        import torch.utils.cpp_extension as cpp
-
-        std = re.findall(r"-std=c\+\+\d+", inspect.getsource(cpp._write_ninja_file_to_build_library)) or ["-std=c++17"]
-        header = os.path.join(cpp.include_paths()[0], "torch", "extension.h")
-        includes = [*cpp.include_paths(), sysconfig.get_path("include")]
-        for flags in ([], ["-O3"], ["-O2"]):
-            out = self.root / "pch" / _digest(flags, toolchain()) / "torch"
-            cmd = [
-                cpp.get_cxx_compiler(),
-                "-x",
-                "c++-header",
-                header,
-                "-o",
-                str(out / "extension.h.gch"),
-                "-DTORCH_API_INCLUDE_EXTENSION_H",
-                *[f"-isystem{p}" for p in includes],
-                "-fPIC",
-                std[0],
-                *flags,
-            ]
-            if not (out / "extension.h.gch").is_file():
-                tmp = out.parent.with_name(out.parent.name + ".tmp")
-                (tmp / "torch").mkdir(parents=True, exist_ok=True)
-                cmd[5] = str(tmp / "torch" / "extension.h.gch")
-                res = subprocess.run(cmd, capture_output=True, text=True)
-                if res.returncode != 0:
-                    print(f"kernelzero: no precompiled header for {flags}: {res.stderr[-400:]}", file=sys.stderr)
-                    continue
-                shutil.rmtree(out.parent, ignore_errors=True)
-                os.rename(tmp, out.parent)
-            with self._lock:
-                self._pch_dirs[json.dumps(flags)] = str(out.parent)
+    def _one_pch(self, flags: list[str], with_cuda: bool) -> None:
+        out = self.root / "pch" / _digest(flags, toolchain(), with_cuda)
+        if not (out / "torch" / "extension.h.gch").is_file():
+            tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+            err = build_pch(tmp, flags, with_cuda)
+            if err is not None:
+                print(f"kernelzero: no precompiled header for {flags}: {err[-400:]}", file=sys.stderr)
+                shutil.rmtree(tmp, ignore_errors=True)
+                return
+            shutil.rmtree(out, ignore_errors=True)
+            os.rename(tmp, out)
+        with self._lock:
+            self._pch_dirs[json.dumps(flags)] = str(out)
 
     def state_dict(self) -> dict:
         return {"cache_dir": str(self.root), "builds_started": self.builds_started}

@@ -1,0 +1,79 @@
+"""The build farm's precompiled torch/extension.h is really used by the host TU of a split build (on CPU, g++).
+
+Two ways it silently was not, before: a split TU includes torch/extension.h twice (load_inline's include, then the
+moved host code's own), and GCC, having taken the `.gch`, looked for the header itself beside it for the second
+include and failed, so every split build fell back to the plain one; and builds started before the header was
+built never used it. `-Werror=invalid-pch` makes an unusable header an error here instead of a slow build.
+"""
+
+import json
+import subprocess
+import time
+
+import pytest
+
+from kernelzero.judge.build import BuildFarm, _host_cflags, _split_call, build_pch
+
+# What load_inline writes for a split candidate: its own include, then the moved host code with the candidate's.
+HOST_TU = """#include <torch/extension.h>
+torch::Tensor scale_cuda(torch::Tensor x);
+#include <torch/extension.h>
+torch::Tensor scale_cuda(torch::Tensor x) { return x * 2.5 + 0.5; }
+"""
+
+
+@pytest.fixture(scope="module")
+def pch(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pch") / "o3"
+    assert build_pch(out, ["-O3"], with_cuda=False) is None
+    return out
+
+
+def test_split_host_tu_compiles_with_the_precompiled_header(pch, tmp_path):
+    import torch.utils.cpp_extension as cpp
+
+    (tmp_path / "main.cpp").write_text(HOST_TU)
+    flags = [*_host_cflags(["-O3"], with_cuda=False), f"-I{pch}", "-Winvalid-pch", "-Werror=invalid-pch", "-H"]
+    res = subprocess.run([cpp.get_cxx_compiler(), *flags, "-fsyntax-only", str(tmp_path / "main.cpp")],
+                         capture_output=True, text=True)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    # -H marks a precompiled header it used with "!"
+    assert f"! {pch}/torch/extension.h.gch" in res.stderr
+
+
+def test_pch_flags_differ_by_optimisation_level():
+    assert _host_cflags(["-O3"], with_cuda=False)[-1] == "-O3"
+    assert "-O3" not in _host_cflags([], with_cuda=False)
+    assert not any(f.startswith("-DTORCH_EXTENSION_NAME") for f in _host_cflags([], with_cuda=False))
+
+
+def _call(extra_cflags, extra_cuda_cflags):
+    cuda = ("__global__ void k(float* p) { p[0] = 1.f; }\n"
+            "torch::Tensor f(torch::Tensor x) { k<<<1, 1>>>(x.data_ptr<float>()); return x; }")
+    return {"name": "m", "cpp_sources": "torch::Tensor f(torch::Tensor x);", "cuda_sources": cuda,
+            "functions": ["f"], "extra_cflags": extra_cflags, "extra_cuda_cflags": extra_cuda_cflags,
+            "extra_ldflags": None, "extra_include_paths": None, "no_implicit_headers": False, "sycl_sources": None,
+            "use_pch": False}  # fmt: skip
+
+
+@pytest.mark.parametrize("cflags, cuda_cflags", [(None, ["-O3"]), (["-O3"], ["-O3"]), (["-O3"], None)])
+def test_split_call_takes_the_o3_header_once(cflags, cuda_cflags):
+    """KernelBench candidates often pass -O3 to both compilers: the host TU gets it once and the -O3 header."""
+    fast = _split_call(_call(cflags, cuda_cflags), {"pch_dirs": {json.dumps(["-O3"]): "/pch/o3"}})
+    assert fast is not None and fast["extra_cflags"] == ["-O3", "-I/pch/o3"]
+
+
+def test_all_headers_are_built_and_announced_once_ready(tmp_path, monkeypatch):
+    """`pch_ready` is set after every flag set has its header (builds wait on it, bounded by pch_wait_s)."""
+    import kernelzero.judge.build as build
+
+    def slow(out, flags, with_cuda):
+        time.sleep(0.5)
+        (out / "torch").mkdir(parents=True)
+        (out / "torch" / "extension.h.gch").write_text("")
+
+    monkeypatch.setattr(build, "build_pch", slow)
+    farm = BuildFarm(str(tmp_path), workers=1)
+    assert not farm.pch_ready.is_set()
+    assert farm.pch_ready.wait(30)
+    assert sorted(json.loads(k) for k in farm._pch_dirs) == sorted(build.PCH_FLAG_SETS)
