@@ -133,3 +133,18 @@ def test_select_gpus_picks_by_index_and_keeps_the_process_numbering():
         select_gpus(ids, [3], None)
     with pytest.raises(ValueError, match="must index"):
         select_gpus(ids, [], None)
+
+
+@pytest.mark.parametrize("cores, gpus, mem_gib, slots", [(16, 1, 139.8, 8), (16, 1, 79.2, 4), (16, 1, 22.0, 2),
+                                                         (128, 8, 139.8, 8), (32, 8, 79.2, 2), (4, 1, 139.8, 2)])  # fmt: skip
+def test_default_slots_per_gpu_follows_cores_and_gpu_memory(monkeypatch, cores, gpus, mem_gib, slots):
+    import types
+
+    import torch
+
+    from kernelzero.judge import pool
+
+    monkeypatch.setattr(pool.os, "cpu_count", lambda: cores)
+    props = types.SimpleNamespace(total_memory=int(mem_gib * 2**30))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props)
+    assert pool.default_slots_per_gpu(gpus) == slots

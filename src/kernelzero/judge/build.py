@@ -182,10 +182,15 @@ def build_pch(out: Path, flags: list[str], with_cuda: bool) -> str | None:
     import torch.utils.cpp_extension as cpp
 
     header = Path(cpp.include_paths()[0]) / "torch" / "extension.h"
-    (out / "torch").mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out, ignore_errors=True)
+    (out / "torch").mkdir(parents=True)
     (out / "torch" / "extension.h").symlink_to(header)
+    try:
+        cflags = _host_cflags(flags, with_cuda)
+    except Exception as exc:  # a torch whose ninja writer we do not understand: builds go on without the header
+        return f"torch's build flags: {type(exc).__name__}: {exc}"
     cmd = [cpp.get_cxx_compiler(), "-x", "c++-header", str(header), "-o", str(out / "torch" / "extension.h.gch"),
-           *_host_cflags(flags, with_cuda)]  # fmt: skip
+           *cflags]  # fmt: skip
     res = subprocess.run(cmd, capture_output=True, text=True)
     return None if res.returncode == 0 else res.stderr or f"exit {res.returncode}"
 
@@ -228,6 +233,7 @@ class BuildFarm:
         self.builds_started = 0  # build jobs actually run (cache hits and dedupe do not count)
         self._pch_dirs: dict[str, str] = {}  # json(host cflags) -> dir holding torch/extension.h.gch
         self.pch_ready = threading.Event()  # set once every precompiled header is built (or failed)
+        self.pch_seconds: float | None = None  # how long that took (0-ish when the cache already had them)
         if not self.pch:
             self.pch_ready.set()
         else:
@@ -345,6 +351,7 @@ class BuildFarm:
         """Precompiled torch/extension.h for the host TU of split builds, one per common flag set, built here
         (trusted) into the cache, all at once. Not torch's own `use_pch`: that one lives in site-packages, and every
         plain load_inline deletes it (in a read-only sandbox that deletion fails the candidate's build)."""
+        t0 = time.monotonic()
         try:
             with_cuda = _has_cuda_toolkit()
             threads = [threading.Thread(target=self._one_pch, args=(flags, with_cuda), daemon=True)
@@ -354,6 +361,7 @@ class BuildFarm:
             for t in threads:
                 t.join()
         finally:
+            self.pch_seconds = round(time.monotonic() - t0, 3)
             self.pch_ready.set()
 
     def _one_pch(self, flags: list[str], with_cuda: bool) -> None:
@@ -371,7 +379,7 @@ class BuildFarm:
             self._pch_dirs[json.dumps(flags)] = str(out)
 
     def state_dict(self) -> dict:
-        return {"cache_dir": str(self.root), "builds_started": self.builds_started}
+        return {"cache_dir": str(self.root), "builds_started": self.builds_started, "pch_seconds": self.pch_seconds}
 
     def load_state_dict(self, state: dict) -> None:
         self.builds_started = int(state.get("builds_started", 0))

@@ -1,12 +1,12 @@
 """Judging many candidates at once: GPU judges fed by a CPU build farm, dedupe, back-pressure, and an async client.
 
 Scheduling (GPU): one `Judge` per visible GPU (or per GPU in `devices`), each bound to its device by
-CUDA_VISIBLE_DEVICES and holding at most `slots_per_gpu` live candidate workers. Timing is exclusive per GPU and
-correctness trials never overlap it (`SharedExclusiveLock`); the other slots load modules and compile Triton kernels
-meanwhile. CUDA builds run first on the shared `BuildFarm` (`build_workers` sandboxed CPU builds), so builds overlap
-GPU work. Requests go to the least-busy GPU. Back-pressure: `submit` blocks once `max_pending` distinct requests are
-queued or running. Workers are spawned ahead of need (`WarmSandboxes`), so process start and `import torch` overlap
-other candidates' work.
+CUDA_VISIBLE_DEVICES and holding at most `slots_per_gpu` live candidate workers (`default_slots_per_gpu`). Timing is
+exclusive per GPU and correctness trials never overlap it (`SharedExclusiveLock`); the other slots load modules and
+compile Triton kernels meanwhile. CUDA builds run first on the shared `BuildFarm` (`build_workers` sandboxed CPU
+builds), so builds overlap GPU work. Requests go to the least-busy GPU. Back-pressure: `submit` blocks once
+`max_pending` distinct requests are queued or running. Workers are spawned ahead of need (`WarmSandboxes`), so
+process start and `import torch` overlap other candidates' work.
 
 Dedupe: identical requests (same task source, candidate source and backend; common within a GRPO group) are judged
 once. Concurrent duplicates share one future; later ones get the cached verdict. Every caller gets its own copy.
@@ -47,6 +47,17 @@ def _visible_gpus() -> list[str]:
     return ids[: torch.cuda.device_count()] or [str(i) for i in range(torch.cuda.device_count())]
 
 
+def default_slots_per_gpu(n_gpus: int = 1, index: int = 0) -> int:
+    """Live candidate workers per GPU. A candidate spends most of its slot on CPU work (import, Triton JIT, writing
+    and reading outputs) that runs alongside other slots, while the GPU work that must be alone (timing) is
+    serialised anyway; so: 2 cores per slot, and 16 GB of GPU memory per slot (a worker's CUDA context plus a
+    KernelBench-size task), between 2 and 8. An H200 (141 GB) on 16 cores gets 8, an 80 GB H100 4, a 24 GB card 2."""
+    import torch
+
+    mem_gb = torch.cuda.get_device_properties(index).total_memory / 2**30
+    return max(2, min(8, (os.cpu_count() or 2) // (2 * max(1, n_gpus)), int(mem_gb // 16)))
+
+
 def select_gpus(ids: Sequence[str], devices: Sequence[int] | None, gpus: int | None) -> tuple[list[int], list[str]]:
     """(indices as this process numbers its GPUs, CUDA_VISIBLE_DEVICES ids) of the GPUs a pool judges on."""
     indices = list(range(len(ids))) if devices is None else list(devices)
@@ -79,16 +90,18 @@ class JudgePool:
     """
 
     def __init__(self, options: JudgeOptions | None = None, workers: int | None = None, *, gpus: int | None = None,
-                 devices: Sequence[int] | None = None, slots_per_gpu: int = 4, build_workers: int = 0,
+                 devices: Sequence[int] | None = None, slots_per_gpu: int | None = None, build_workers: int = 0,
                  cache_dir: str | None = None, max_pending: int = 1024, dedupe: bool = True, cache_size: int = 100_000,
                  warm: bool = True):  # fmt: skip
         """gpus: use the first N of `devices`; devices: indices of this process's visible GPUs to judge on (default
         all; `[LOCAL_RANK]` gives each training process its own judge GPU)."""
         self.judge_ = Judge(options)
         self.judges = [self.judge_]
+        self.slots_per_gpu: int | None = None  # live candidate workers per GPU (none on CPU)
         self.farm: BuildFarm | None = None
         if self.judge_.device == "cuda":
             indices, visible = select_gpus(_visible_gpus(), devices, gpus)
+            slots_per_gpu = slots_per_gpu or default_slots_per_gpu(len(visible), indices[0])
             self.judges += [Judge(options) for _ in visible[1:]]
             cache_dir = cache_dir or os.path.join(tempfile.gettempdir(), "kernelzero-build-cache")
             self.farm = BuildFarm(cache_dir, arch=self.judge_.env.get("capability") or "9.0", workers=build_workers,
@@ -100,13 +113,14 @@ class JudgePool:
                 judge.timing_lock = SharedExclusiveLock()  # timing alone on its GPU; trials share it
                 judge.farm = self.farm
             default = self.farm.workers + len(self.judges) * slots_per_gpu
+            self.slots_per_gpu = slots_per_gpu
         else:
             default = max(1, os.cpu_count() or 2)
         self.workers = workers or default
         self._warm: list[WarmSandboxes] = []
         if warm:  # pre-spawned workers: a candidate does not wait for a process start and `import torch`
             # GPU: twice the slots, so a burst (a GRPO batch, its references included) finds warm workers
-            per_judge = 2 * slots_per_gpu if self.farm is not None else self.workers
+            per_judge = 2 * (slots_per_gpu or 0) if self.farm is not None else self.workers
             for judge in self.judges:
                 judge.warm = WarmSandboxes(per_judge, judge.device, judge.options.memory_limit_gb, judge.sandbox_env)
                 self._warm.append(judge.warm)

@@ -14,7 +14,6 @@ Everything the harness needs from torch is bound before candidate code is import
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import secrets
@@ -114,7 +113,7 @@ class _Bound:
     def __init__(self, torch):
         self.perf_counter = time.perf_counter
         self.randbelow = secrets.randbelow  # which timed calls' outputs are checked (timing.time_model)
-        self._torch_save, self._bytes_io, self._sha256, self._open = torch.save, io.BytesIO, hashlib.sha256, open
+        self._torch_save, self._sha256, self._open = torch.save, hashlib.sha256, open
         self.clone = torch.Tensor.clone
         self.equal = torch.equal
         self.tensor_type = torch.Tensor
@@ -127,17 +126,29 @@ class _Bound:
             self.synchronize = lambda: None
             self.elapsed = lambda start, end: (end.t - start.t) * 1e3
 
-
     def save(self, obj, path: Path) -> str:
-        """Write `obj` for the parent and return the SHA-256 of the bytes, computed in memory before any file
-        exists. Candidate code can run while the harness runs (a finalizer, a signal handler) and rewrite the file;
-        the parent checks the digest, which travels in the signed message, so a rewritten file is rejected."""
-        buf = self._bytes_io()
-        self._torch_save(obj, buf)
-        data = buf.getbuffer()
+        """Write `obj` for the parent and return the SHA-256 of the bytes, computed in memory as they are handed to
+        the file (no in-memory copy of a whole file: outputs reach GBs). Candidate code can run while the harness
+        runs (a finalizer, a signal handler) and rewrite the file; the parent checks the digest, which travels in
+        the signed message, so a rewritten file is rejected."""
+        digest = self._sha256()
         with self._open(path, "wb") as f:
-            f.write(data)
-        return self._sha256(data).hexdigest()
+            self._torch_save(obj, _HashingWriter(f, digest))
+        return digest.hexdigest()
+
+
+class _HashingWriter:
+    """A file for torch.save that hashes every chunk on its way to `f`."""
+
+    def __init__(self, f, digest):
+        self._f, self._digest = f, digest
+
+    def write(self, data) -> int:
+        self._digest.update(data)
+        return self._f.write(data)
+
+    def flush(self) -> None:
+        self._f.flush()
 
 
 def _host_event(clock):
