@@ -8,5 +8,7 @@ extras="${1:-triton,train,dev}"
 pip_q() { python -m pip install -q --disable-pip-version-check "$@"; }
 if [ "${KZ_KEEP_TORCH:-0}" != "1" ]; then
   pip_q "torch==2.13.0"
+  # The GPU machine's Triton: the interpreter then runs what the GPU compiles (3.9 dropped tl.make_block_ptr).
+  case ",$extras," in *,triton,*) pip_q "triton==3.6.0" "numpy<2.4" ;; esac
 fi
 pip_q -e ".[${extras}]"

@@ -135,8 +135,12 @@ def test_select_gpus_picks_by_index_and_keeps_the_process_numbering():
         select_gpus(ids, [], None)
 
 
-@pytest.mark.parametrize("cores, gpus, mem_gib, slots", [(16, 1, 139.8, 8), (16, 1, 79.2, 4), (16, 1, 22.0, 2),
-                                                         (128, 8, 139.8, 8), (32, 8, 79.2, 2), (4, 1, 139.8, 2)])  # fmt: skip
+# cores, GPUs, GiB per GPU -> slots: H200, H100, a 24 GB card, 8 x H200, 8 GPUs on 32 cores, 4 cores
+SLOT_CASES = [(16, 1, 139.8, 8), (16, 1, 79.2, 4), (16, 1, 22.0, 2), (128, 8, 139.8, 8), (32, 8, 79.2, 2),
+              (4, 1, 139.8, 2)]  # fmt: skip
+
+
+@pytest.mark.parametrize("cores, gpus, mem_gib, slots", SLOT_CASES)
 def test_default_slots_per_gpu_follows_cores_and_gpu_memory(monkeypatch, cores, gpus, mem_gib, slots):
     import types
 

@@ -234,11 +234,9 @@ class BuildFarm:
         self._pch_dirs: dict[str, str] = {}  # json(host cflags) -> dir holding torch/extension.h.gch
         self.pch_ready = threading.Event()  # set once every precompiled header is built (or failed)
         self.pch_seconds: float | None = None  # how long that took (0-ish when the cache already had them)
+        self._pch_started = False  # headers are built when the first build comes (a Triton-only run builds none)
         if not self.pch:
             self.pch_ready.set()
-        else:
-            toolchain()  # imports torch here: two threads importing it at once fail (partially initialised module)
-            threading.Thread(target=self._warm_pch, name="kz-pch", daemon=True).start()
         self._warm: WarmSandboxes | None = None  # started by the first build: a Triton-only run spawns none
 
     def _env(self) -> dict[str, str]:
@@ -303,6 +301,7 @@ class BuildFarm:
 
         with self._lock:
             self.builds_started += 1
+        self.start_pch()
         self.pch_ready.wait(self.pch_wait_s)
         with self._lock:
             pch_dirs = dict(self._pch_dirs)
@@ -346,6 +345,15 @@ class BuildFarm:
         except OSError:  # already there (an identical build promoted first): keep that one
             shutil.rmtree(tmp, ignore_errors=True)
         return BuildResult(status, str(entry), feedback=feedback)
+
+    def start_pch(self) -> None:
+        """Start building the precompiled headers (once; quick when the cache already has them)."""
+        with self._lock:
+            if not self.pch or self._pch_started:
+                return
+            self._pch_started = True
+        toolchain()  # imports torch here: two threads importing it at once fail (partially initialised module)
+        threading.Thread(target=self._warm_pch, name="kz-pch", daemon=True).start()
 
     def _warm_pch(self) -> None:
         """Precompiled torch/extension.h for the host TU of split builds, one per common flag set, built here
