@@ -85,6 +85,30 @@ def test_candidate_worker_loads_the_cached_module(farm, first):
     assert v.status == "compile_error"
 
 
+def test_the_build_starts_before_the_reference_is_computed(monkeypatch):
+    """A cold task's reference takes 10-20 s on a GPU: the farm builds meanwhile instead of after it."""
+    from concurrent.futures import Future
+
+    from kernelzero.judge.build import BuildResult
+
+    order = []
+
+    class Farm:
+        def submit(self, source):
+            order.append("build")
+            fut = Future()
+            fut.set_result(BuildResult("compile_error", feedback="nvcc: error"))
+            return fut
+
+    judge = Judge(JudgeOptions(device="cpu"))
+    judge.farm = Farm()
+    real = judge.reference
+    monkeypatch.setattr(judge, "reference", lambda task: order.append("reference") or real(task))
+    v = judge.judge(TASK, CANDIDATE, "triton")
+    assert order == ["build", "reference"]
+    assert v.status == "compile_error" and "nvcc: error" in v.feedback
+
+
 def test_compile_error_is_cached(farm):
     broken = CANDIDATE.replace("return 1.0;", "return 1.0 +;")
     r = farm.build(broken)

@@ -37,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -238,6 +239,8 @@ class BuildFarm:
         if not self.pch:
             self.pch_ready.set()
         self._warm: WarmSandboxes | None = None  # started by the first build: a Triton-only run spawns none
+        # threads for `submit` (builds still take a slot each; the extra threads wait for one, or for a cache hit)
+        self._submitted = ThreadPoolExecutor(max_workers=2 * self.workers, thread_name_prefix="kz-build")
 
     def _env(self) -> dict[str, str]:
         return {"TORCH_CUDA_ARCH_LIST": self.arch, "MAX_JOBS": "2", "CUDA_VISIBLE_DEVICES": ""}
@@ -248,6 +251,11 @@ class BuildFarm:
             warm, self.warm = self._warm, False
         if warm is not None:
             warm.close()
+        self._submitted.shutdown(wait=False, cancel_futures=True)
+
+    def submit(self, source: str) -> Future:
+        """`build(source)` on a farm thread: the judge starts a build before it waits for the task's reference."""
+        return self._submitted.submit(self.build, source)
 
     def _sandbox(self, job: dict[str, Any]) -> Sandbox:
         from kernelzero.judge.sandbox import Sandbox, WarmSandboxes

@@ -25,6 +25,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,11 +138,13 @@ class Judge:
             return Verdict.fail(static[0], static[2], guard=static[1], **base)
         if backend == "cuda" and self.device != "cuda":
             return Verdict.fail("infra_error", "CUDA candidates need a GPU; this judge runs on CPU", **base)
+        # issue 5: the CPU farm builds while the reference runs (a cold task's reference takes 10-20 s on a GPU)
+        build = self.farm.submit(source) if self.farm is not None else None
         ref = self.reference(task)
         if ref.error is not None:
             return Verdict.fail("infra_error", f"the reference Model failed: {ref.error}", guard="reference", **base)
         try:
-            return self._candidate(task, source, ref, base)
+            return self._candidate(task, source, ref, base, build)
         except StageFailure as failure:
             return failure.verdict
 
@@ -251,13 +254,16 @@ class Judge:
         ref.seconds = round(time.monotonic() - t_start, 3)
         return ref
 
-    def _candidate(self, task: Task, source: str, ref: Reference, base: dict) -> Verdict:
+    def _candidate(self, task: Task, source: str, ref: Reference, base: dict, build: Future | None) -> Verdict:
         o = self.options
         stage_s: dict[str, float] = {}
         job = {"kind": "candidate", "init_seed": ref.init_seed, "backend": base["backend"]}
         if self.timed:
             job.update(timing=o.timing_config())
-        built = self.farm.build(source) if self.farm is not None else None  # issue 5: built on the CPU farm
+        try:
+            built = build.result() if build is not None else None  # issue 5: built on the CPU farm
+        except CancelledError:  # the pool closed without waiting
+            return Verdict.fail("infra_error", "the build farm shut down before this candidate was built", **base)
         if built is not None:
             stage_s["build_farm"] = round(built.seconds, 3)
             if built.status == "compile_error":  # same verdict as a failed build in the candidate worker
