@@ -383,7 +383,7 @@ class BuildFarm:
     def _one_pch(self, flags: list[str], with_cuda: bool) -> None:
         out = self.root / "pch" / _digest(flags, toolchain(), with_cuda)
         if not (out / "torch" / "extension.h.gch").is_file():
-            tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+            tmp = out.with_name(f"{out.name}.tmp{os.getpid()}-{threading.get_ident()}")
             err = build_pch(tmp, flags, with_cuda)
             if err is not None:
                 print(f"kernelzero: no precompiled header for {flags}: {err[-400:]}", file=sys.stderr)
