@@ -64,6 +64,8 @@ def test_build_is_promoted_into_the_cache(farm, first):
     assert entry.parent == farm.root and (entry / "manifest.json").is_file()
     assert len(list(entry.glob("*/kz_scale_*.so"))) == 1  # name made unique by content
     assert not list(farm.root.glob(".tmp-*"))
+    # no cuda_sources, so no split: built as written, and the farm counts it so (the H200 figures need this)
+    assert first.modes == ["plain"] and farm.state_dict()["build_modes"] == {"plain": 1}
 
 
 def test_repeated_candidate_is_a_hit_without_a_build_job(farm, first):

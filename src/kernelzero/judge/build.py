@@ -37,8 +37,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,10 +59,11 @@ def _digest(*parts: Any) -> str:
 
 # ---------------------------------------------------------------------------------------------- inside the worker
 def install_load_inline_shim(job: dict) -> dict:
-    """Wrap load_inline for this worker's job. Returns the shim's state (calls made, build failure seen)."""
+    """Wrap load_inline for this worker's job. Returns the shim's state (calls made, how each was built: `split+pch`,
+    `split` or `plain`, build failure seen)."""
     import torch.utils.cpp_extension as cpp
 
-    state: dict[str, Any] = {"calls": [], "compile_error": None}
+    state: dict[str, Any] = {"calls": [], "modes": [], "compile_error": None}
     mode, root = job.get("build_mode"), job.get("build_dir")
     if mode not in ("build", "load") or not root:
         return state
@@ -87,13 +89,18 @@ def install_load_inline_shim(job: dict) -> dict:
         fast = _split_call(a, job) if job.get("split", True) else None
         if fast is not None:
             (entry / "split").mkdir(exist_ok=True)
+            pch = any(f"-I{d}" in fast["extra_cflags"] for d in (job.get("pch_dirs") or {}).values())
             try:
-                return original(**dict(fast, build_directory=str(entry / "split")))
+                module = original(**dict(fast, build_directory=str(entry / "split")))
+                state["modes"].append("split+pch" if pch else "split")
+                return module
             except Exception:  # the trick did not apply after all: build the code as written
                 shutil.rmtree(entry / "split", ignore_errors=True)
                 cpp.JIT_EXTENSION_VERSIONER.entries.pop(unique, None)  # else torch renames the retry `_v1`
         try:
-            return original(**a)
+            module = original(**a)
+            state["modes"].append("plain")
+            return module
         except Exception as exc:
             if _BUILD_ERROR in str(exc):
                 state["compile_error"] = str(exc)[-6000:]
@@ -202,6 +209,7 @@ class BuildResult:
 
     status: str  # "built" (prebuilt, or nothing to build), "compile_error", or "fallback" (build in the GPU worker)
     path: str | None = None
+    modes: list[str] = field(default_factory=list)  # per load_inline call: split+pch, split or plain (figures only)
     hit: bool = False
     seconds: float = 0.0
     feedback: str = ""
@@ -232,6 +240,7 @@ class BuildFarm:
         self._lock = threading.Lock()
         self._inflight: dict[str, threading.Lock] = {}
         self.builds_started = 0  # build jobs actually run (cache hits and dedupe do not count)
+        self.build_modes: Counter[str] = Counter()  # how load_inline calls were built (split+pch, split, plain)
         self._pch_dirs: dict[str, str] = {}  # json(host cflags) -> dir holding torch/extension.h.gch
         self.pch_ready = threading.Event()  # set once every precompiled header is built (or failed)
         self.pch_seconds: float | None = None  # how long that took (0-ish when the cache already had them)
@@ -335,7 +344,12 @@ class BuildFarm:
             if msg and msg.get("event") == "error" and msg.get("stage") == "compile":
                 return self._promote(sb.scratch / "builds", key, "compile_error", msg["message"])
             if msg and msg.get("event") == "built":
-                return self._promote(sb.scratch / "builds", key, "built", "")
+                modes = [m for m in msg.get("modes") or [] if m in ("split+pch", "split", "plain")]  # worker-sent
+                with self._lock:
+                    self.build_modes.update(modes)
+                result = self._promote(sb.scratch / "builds", key, "built", "")
+                result.modes = modes
+                return result
             return BuildResult("fallback", feedback=(msg or {}).get("message", sb.log_tail())[-2000:])
         finally:
             sb.cleanup()
@@ -395,7 +409,8 @@ class BuildFarm:
             self._pch_dirs[json.dumps(flags)] = str(out)
 
     def state_dict(self) -> dict:
-        return {"cache_dir": str(self.root), "builds_started": self.builds_started, "pch_seconds": self.pch_seconds}
+        return {"cache_dir": str(self.root), "builds_started": self.builds_started, "pch_seconds": self.pch_seconds,
+                "build_modes": dict(self.build_modes)}  # fmt: skip
 
     def load_state_dict(self, state: dict) -> None:
         self.builds_started = int(state.get("builds_started", 0))

@@ -508,7 +508,8 @@ def _job_build(job: dict, chan: Channel, torch, bound: _Bound) -> None:
         if not state["calls"]:
             chan.send({"event": "unbuilt", "message": _short_tb(exc)})
             return
-    chan.send({"event": "built", "calls": state["calls"]})  # what failed to build is retried in the GPU worker
+    # what failed to build is retried in the GPU worker
+    chan.send({"event": "built", "calls": state["calls"], "modes": state["modes"]})
 
 
 def _cuda_profiler(torch):
