@@ -95,8 +95,9 @@ def write_report(run_dir: str | os.PathLike) -> Path:
             per_round[v["round"]][1] += 1
     fig, ax = plt.subplots(figsize=(5, 3))
     rounds = sorted(per_round)
-    ax.bar([str(r) for r in rounds], [per_round[r][0] / per_round[r][1] for r in rounds])
-    ax.set_ylim(0, 1)
+    bars = ax.bar([str(r) for r in rounds], [per_round[r][0] / per_round[r][1] for r in rounds])
+    ax.bar_label(bars, labels=[f"{per_round[r][0]}/{per_round[r][1]}" for r in rounds])  # a zero bar is invisible
+    ax.set_ylim(0, 1.1)
     ax.set_xlabel("round")
     ax.set_ylabel("Coder pass rate")
     ax.set_title("Coder pass rate per round")
@@ -123,8 +124,9 @@ def write_report(run_dir: str | os.PathLike) -> Path:
             reasons[(t.get("reasons") or ["?"])[0].split(":")[0]] += 1
     fig, ax = plt.subplots(figsize=(6, 3))
     labels = [f"r{r} {p}" for r, p in sorted(validity)]
-    ax.bar(labels, [validity[k][0] / validity[k][1] for k in sorted(validity)])
-    ax.set_ylim(0, 1)
+    bars = ax.bar(labels, [validity[k][0] / validity[k][1] for k in sorted(validity)])
+    ax.bar_label(bars, labels=[f"{validity[k][0]}/{validity[k][1]} valid" for k in sorted(validity)])
+    ax.set_ylim(0, 1.1)
     ax.set_ylabel("valid share")
     ax.set_title("Validity of proposed tasks (Proposer phase rollouts, task batch)")
     images.append(("Validity of proposed tasks", _save(fig, plots / "task_validity.png")))
