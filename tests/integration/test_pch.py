@@ -59,8 +59,8 @@ def _call(extra_cflags, extra_cuda_cflags):
 @pytest.mark.parametrize("cflags, cuda_cflags", [(None, ["-O3"]), (["-O3"], ["-O3"]), (["-O3"], None)])
 def test_split_call_takes_the_o3_header_once(cflags, cuda_cflags):
     """KernelBench candidates often pass -O3 to both compilers: the host TU gets it once and the -O3 header."""
-    fast = _split_call(_call(cflags, cuda_cflags), {"pch_dirs": {json.dumps(["-O3"]): "/pch/o3"}})
-    assert fast is not None and fast["extra_cflags"] == ["-O3", "-I/pch/o3"]
+    fast, how = _split_call(_call(cflags, cuda_cflags), {"pch_dirs": {json.dumps(["-O3"]): "/pch/o3"}})
+    assert fast["extra_cflags"] == ["-O3", "-I/pch/o3"] and how == "split+pch"
 
 
 def test_all_headers_are_built_and_announced_once_ready(tmp_path, monkeypatch):

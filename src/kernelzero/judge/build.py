@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from kernelzero.judge.sandbox import Sandbox, WarmSandboxes
 
 _BUILD_ERROR = "Error building extension"  # torch's message when ninja fails: the candidate's compile error
+BUILD_MODES = ("split+pch", "split", "plain")  # how the shim built a load_inline call (the farm counts them)
 
 
 def _digest(*parts: Any) -> str:
@@ -86,13 +87,13 @@ def install_load_inline_shim(job: dict) -> dict:
             return original(**a)  # not prebuilt (built inside this worker, as without a farm)
         entry.mkdir(parents=True, exist_ok=True)
         a.update(name=unique, build_directory=str(entry))
-        fast = _split_call(a, job) if job.get("split", True) else None
-        if fast is not None:
+        split = _split_call(a, job) if job.get("split", True) else None
+        if split is not None:
+            fast, how = split
             (entry / "split").mkdir(exist_ok=True)
-            pch = any(f"-I{d}" in fast["extra_cflags"] for d in (job.get("pch_dirs") or {}).values())
             try:
                 module = original(**dict(fast, build_directory=str(entry / "split")))
-                state["modes"].append("split+pch" if pch else "split")
+                state["modes"].append(how)
                 return module
             except Exception:  # the trick did not apply after all: build the code as written
                 shutil.rmtree(entry / "split", ignore_errors=True)
@@ -114,8 +115,9 @@ def _as_list(sources: Any) -> list[str]:
     return [sources] if isinstance(sources, str) else list(sources or [])
 
 
-def _split_call(a: dict, job: dict) -> dict | None:
-    """load_inline arguments for the split build (torch-free `.cu`, see split.py), or None if it does not apply."""
+def _split_call(a: dict, job: dict) -> tuple[dict, str] | None:
+    """(load_inline arguments for the split build (torch-free `.cu`, see split.py), its mode: `split+pch` when the
+    host TU gets a precompiled header, else `split`), or None if the split does not apply."""
     from kernelzero.judge.split import split
 
     if not a["cuda_sources"] or a["no_implicit_headers"] or a["sycl_sources"] or a["use_pch"]:
@@ -128,9 +130,12 @@ def _split_call(a: dict, job: dict) -> dict | None:
     cflags = list(a["extra_cflags"] or [])
     cflags += [f for f in a["extra_cuda_cflags"] or [] if re.fullmatch(r"-O[0-3s]?", f) and f not in cflags]
     pch = (job.get("pch_dirs") or {}).get(json.dumps(cflags))
-    if pch and not a["extra_include_paths"]:
+    if pch and a["extra_include_paths"]:
+        pch = None
+    if pch:
         cflags = [*cflags, f"-I{pch}"]  # holds only torch/extension.h.gch, built for exactly these flags
-    return dict(a, cpp_sources=parts[0], cuda_sources=parts[1], no_implicit_headers=True, extra_cflags=cflags)
+    fast = dict(a, cpp_sources=parts[0], cuda_sources=parts[1], no_implicit_headers=True, extra_cflags=cflags)
+    return fast, "split+pch" if pch else "split"
 
 
 # ------------------------------------------------------------------------------------------- in the judge process
@@ -344,7 +349,7 @@ class BuildFarm:
             if msg and msg.get("event") == "error" and msg.get("stage") == "compile":
                 return self._promote(sb.scratch / "builds", key, "compile_error", msg["message"])
             if msg and msg.get("event") == "built":
-                modes = [m for m in msg.get("modes") or [] if m in ("split+pch", "split", "plain")]  # worker-sent
+                modes = [m for m in msg.get("modes") or [] if m in BUILD_MODES]  # worker-sent: figures only
                 with self._lock:
                     self.build_modes.update(modes)
                 result = self._promote(sb.scratch / "builds", key, "built", "")

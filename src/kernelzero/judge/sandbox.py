@@ -158,8 +158,9 @@ class Channel:
 
 def load_output(scratch: Path, name: str, sha256: str) -> Any:
     """A tensor file a worker wrote into its scratch, loaded only if its bytes have the SHA-256 the worker computed
-    before writing it (sent in its signed message): candidate code that runs after the write (a finalizer, a signal
-    handler) can rewrite the file, not the digest. Raises ChannelError on a mismatch; loads the bytes it checked."""
+    over the bytes it wrote (sent in its signed message): candidate code that runs after the write (a finalizer, a
+    signal handler) can rewrite the file, not the digest. Raises ChannelError on a mismatch; loads the bytes it
+    checked."""
     import torch
 
     data = (scratch / name).read_bytes()
