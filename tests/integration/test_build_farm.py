@@ -66,6 +66,20 @@ def test_build_is_promoted_into_the_cache(farm, first):
     assert not list(farm.root.glob(".tmp-*"))
     # no cuda_sources, so no split: built as written, and the farm counts it so (the H200 figures need this)
     assert first.modes == ["plain"] and farm.state_dict()["build_modes"] == {"plain": 1}
+    # where the build's time went, from torch's .ninja_log: one C++ object and the link, no nvcc step
+    assert set(first.steps) == {"host", "link"} and first.steps["host"] > 0, first.steps
+    assert farm.state_dict()["build_step_median_s"] == first.steps
+
+
+def test_ninja_steps_sums_seconds_per_step_kind(tmp_path):
+    from kernelzero.judge.build import ninja_steps
+
+    log = "# ninja log v5\n0\t4200\t0\tmain.o\tab\n10\t9010\t0\tcuda.cuda.o\tcd\n9010\t9510\t0\tx.so\tef\n"
+    (tmp_path / "a" / "split").mkdir(parents=True)
+    (tmp_path / "a" / "split" / ".ninja_log").write_text(log)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / ".ninja_log").write_text(log + "garbage line\n")
+    assert ninja_steps(tmp_path) == {"host": 8.4, "nvcc": 18.0, "link": 1.0}
 
 
 def test_repeated_candidate_is_a_hit_without_a_build_job(farm, first):

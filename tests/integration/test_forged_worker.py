@@ -1,12 +1,13 @@
-"""A worker that forges its messages or its outputs file. The channel key lives in the worker's memory, so code that
+"""A worker that forges its messages or its outputs. The channel key lives in the worker's memory, so code that
 reaches it can send anything: the judge must turn every such shape into a verdict (`rejected`, guard `channel`),
 never into an exception or an `ok`.
 
-The reference is real (a CPU worker); the candidate's worker is replaced by a script of messages and a crafted
-scratch directory, which is exactly what a forging candidate controls.
+The reference is real (a CPU worker); the candidate's worker is replaced by a script of messages and crafted output
+memfds, which is exactly what a forging candidate controls.
 """
 
-import hashlib
+import fcntl
+import os
 import tempfile
 from pathlib import Path
 
@@ -15,22 +16,35 @@ import torch
 
 from kernelzero.judge import JudgeOptions
 from kernelzero.judge.core import Judge
-from kernelzero.judge.sandbox import WorkerExit
+from kernelzero.judge.sandbox import OUTPUTS, SEALS, WorkerExit, load_sealed
 from kernelzero.tasks import Task
 
 FIX = Path(__file__).parents[1] / "fixtures" / "judge"
 
 
-class ForgedSandbox:
-    """Stands in for the candidate's Sandbox: replays `messages`, with `files` already in its scratch."""
+def memfd(obj=None, seal: bool = True) -> int:
+    """A memfd holding `torch.save(obj)` (nothing when None), sealed as the harness seals its outputs."""
+    fd = os.memfd_create("kz-forged", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    if obj is not None:
+        with open(fd, "wb", closefd=False) as f:
+            torch.save(obj, f)
+    if seal:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+    return fd
 
-    def __init__(self, job: dict, messages: list[dict], files: dict[str, object]):
+
+class ForgedSandbox:
+    """Stands in for the candidate's Sandbox: replays `messages`; its output memfds hold `files` (name -> object),
+    sealed unless `sealed` is False, and are empty and unsealed for names not given."""
+
+    def __init__(self, job: dict, messages: list[dict], files: dict[str, object], sealed: bool = True):
         self.job = job
         self.scratch = Path(tempfile.mkdtemp(prefix="kz-forged-"))
-        for name, obj in files.items():
-            torch.save(obj, self.scratch / name)
-        self.messages = [{**m, "sha256": _sha(self.scratch / m["file"])} if m.get("sha256") == "auto" else m
-                         for m in messages]  # fmt: skip
+        self.fds = {n: memfd(files[n], sealed) if n in files else memfd(seal=False) for n in OUTPUTS}
+        self.messages = messages
+
+    def load_output(self, name: str):
+        return load_sealed(self.fds[name], name)
 
     def start(self) -> None: ...
 
@@ -52,33 +66,30 @@ def judge_and_ref():
     return judge, task, judge.reference(task)
 
 
-def _judge_forged(judge_and_ref, monkeypatch, outputs_msg: dict, files: dict):
+def _judge_forged(judge_and_ref, monkeypatch, outputs_msg: dict, files: dict, sealed: bool = True):
     judge, task, ref = judge_and_ref
     real = judge._sandbox
 
     def sandbox(job):
         if job["kind"] != "candidate":
             return real(job)
-        return ForgedSandbox(job, [{"event": "started"}, {"event": "built"}, outputs_msg, {"event": "done"}], files)
+        messages = [{"event": "started"}, {"event": "built"}, outputs_msg, {"event": "done"}]
+        return ForgedSandbox(job, messages, files, sealed)
 
     monkeypatch.setattr(judge, "_sandbox", sandbox)
     return judge.judge(task, (FIX / "relu_triton_ok.py").read_text(), "triton")
 
 
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "0" * 64
-
-
 def _outputs_msg(ref, **over) -> dict:
-    """The message a worker sends; sha256 "auto": the digest of the file as it is in the scratch directory."""
-    return {"event": "outputs", "file": "out.pt", "structures": ref.structures, "checksums": ref.checksums,
-            "ops": {}, "launches": 1, "sha256": "auto", **over}  # fmt: skip
+    """The message a worker sends with its outputs."""
+    return {"event": "outputs", "structures": ref.structures, "checksums": ref.checksums, "ops": {}, "launches": 1,
+            **over}  # fmt: skip
 
 
 def test_the_honest_shape_passes(judge_and_ref, monkeypatch):
     """Control: the right outputs in the right shape are `ok`, so the rejections below come from the shapes."""
     _, _, ref = judge_and_ref
-    files = {"out.pt": {"outputs": ref.outputs, "replay": ref.replay_outputs}}
+    files = {"out": {"outputs": ref.outputs, "replay": ref.replay_outputs}}
     v = _judge_forged(judge_and_ref, monkeypatch, _outputs_msg(ref), files)
     assert v.status == "ok", v.feedback
 
@@ -86,7 +97,7 @@ def test_the_honest_shape_passes(judge_and_ref, monkeypatch):
 def test_an_outputs_file_with_no_trials_is_rejected(judge_and_ref, monkeypatch):
     """Before the length check, the comparison zipped trials: an empty file compared nothing and was `ok`."""
     _, _, ref = judge_and_ref
-    v = _judge_forged(judge_and_ref, monkeypatch, _outputs_msg(ref), {"out.pt": {"outputs": [], "replay": []}})
+    v = _judge_forged(judge_and_ref, monkeypatch, _outputs_msg(ref), {"out": {"outputs": [], "replay": []}})
     assert (v.status, v.guard) == ("rejected", "channel"), v.feedback
     assert "does not hold 2 trials" in v.feedback
 
@@ -95,10 +106,9 @@ def test_an_outputs_file_with_no_trials_is_rejected(judge_and_ref, monkeypatch):
     "over, files",
     [
         ({"structures": 3}, {}),  # used to raise TypeError inside the judge
-        ({"file": "../out.pt"}, {}),  # a file outside the job's scratch
         ({"launches": "many"}, {}),
     ],
-    ids=["wrong-type", "path-escape", "launches-type"],
+    ids=["wrong-type", "launches-type"],
 )
 def test_malformed_outputs_messages_are_rejected(judge_and_ref, monkeypatch, over, files):
     _, _, ref = judge_and_ref
@@ -108,25 +118,40 @@ def test_malformed_outputs_messages_are_rejected(judge_and_ref, monkeypatch, ove
 
 def test_an_outputs_file_that_is_not_a_dict_is_rejected(judge_and_ref, monkeypatch):
     _, _, ref = judge_and_ref
-    v = _judge_forged(judge_and_ref, monkeypatch, _outputs_msg(ref), {"out.pt": [1, 2, 3]})
+    v = _judge_forged(judge_and_ref, monkeypatch, _outputs_msg(ref), {"out": [1, 2, 3]})
     assert (v.status, v.guard) == ("rejected", "channel"), v.feedback
 
 
-def test_an_outputs_file_rewritten_after_the_worker_wrote_it_is_rejected(judge_and_ref, monkeypatch):
-    """The worker's digest is of the bytes it serialised; the file holds other (here: the right) outputs, as left
-    by candidate code running after the harness's write (tests/adversarial/cases/triton_rewrite_outputs_file.py)."""
+def test_outputs_the_worker_did_not_seal_are_rejected(judge_and_ref, monkeypatch):
+    """An unsealed memfd could still change after the judge checked it (candidate code running after the harness's
+    write, tests/fixtures/judge/rewrite_outputs_signal.py): the judge reads none, even right outputs."""
     _, _, ref = judge_and_ref
-    files = {"out.pt": {"outputs": ref.outputs, "replay": ref.replay_outputs}}
-    v = _judge_forged(judge_and_ref, monkeypatch, _outputs_msg(ref, sha256="ab" * 32), files)
+    files = {"out": {"outputs": ref.outputs, "replay": ref.replay_outputs}}
+    v = _judge_forged(judge_and_ref, monkeypatch, _outputs_msg(ref), files, sealed=False)
     assert (v.status, v.guard) == ("rejected", "channel"), v.feedback
-    assert "changed after the worker wrote it" in v.feedback
+    assert "did not seal its out outputs" in v.feedback
+
+
+def test_a_sealed_but_empty_outputs_memfd_is_rejected(judge_and_ref, monkeypatch):
+    _, _, ref = judge_and_ref
+    v = _judge_forged(judge_and_ref, monkeypatch, _outputs_msg(ref), {"out": None})
+    assert (v.status, v.guard) == ("rejected", "channel"), v.feedback
+    assert "wrote no out outputs" in v.feedback
+
+
+def test_a_sealed_memfd_refuses_writes():
+    """What the harness relies on: after F_SEAL_WRITE nobody (this process included) can change the contents."""
+    fd = memfd({"x": torch.ones(3)})
+    with pytest.raises(PermissionError), open(f"/proc/self/fd/{fd}", "r+b") as f:
+        f.write(b"forged")
+    assert torch.equal(load_sealed(fd, "out")["x"], torch.ones(3))
+    os.close(fd)
 
 
 def test_a_signal_handler_rewriting_the_outputs_file_never_passes():
     """The real exploit (tests/fixtures/judge/rewrite_outputs_signal.py): rejected statically for its signal
-    handler; with the static rules off it races the parent's read, and loses either way: `channel` when its rewrite
-    lands first (the digest), `incorrect` when the parent reads first. The judge before the digest said `ok` when
-    the rewrite landed first."""
+    handler; with the static rules off its rewrite hits a sealed memfd, so the judge reads the kernel's own (wrong)
+    outputs: `incorrect`."""
     import kernelzero.judge.core as core
 
     task = Task.from_file(Path(__file__).parents[1] / "adversarial" / "tasks" / "relu_small.py")
@@ -140,4 +165,4 @@ def test_a_signal_handler_rewriting_the_outputs_file_never_passes():
         outcomes = {(v.status, v.guard) for v in (judge.judge(task, source, "triton") for _ in range(3))}
     finally:
         core.STATIC_CHECKS.extend(saved)
-    assert outcomes <= {("rejected", "channel"), ("incorrect", "value")}, outcomes
+    assert outcomes == {("incorrect", "value")}, outcomes

@@ -33,3 +33,32 @@ def test_one_reference_is_kept_whatever_its_size():
     judge._refs["big"] = _ref(1 << 16)
     judge._evict()
     assert list(judge._refs) == ["big"]
+
+
+def test_references_live_on_the_compare_device_while_they_fit_its_budget():
+    """`_place` moves a reference's tensors to the compare device up to `reference_device_gb` (the meta device
+    stands in for a GPU here); the rest stay in host memory, and an evicted one gives its device bytes back."""
+    size = 2 * 1024 * 4  # _ref(1024): outputs and replays, 8 KiB
+    judge = Judge(JudgeOptions(device="cpu", reference_device_gb=2 * size / 2**30, reference_cache_gb=3 * size / 2**30))
+    judge.compare_device = "meta"
+    refs = {key: _ref(1024) for key in "abc"}
+    refs["a"].timed_outputs = [("tensor", [])]
+    for key, ref in refs.items():
+        judge._place(ref)
+        judge._refs[key] = ref
+    assert [r.on_device for r in refs.values()] == [True, True, False]
+    assert refs["a"].outputs[0][0].device.type == "meta" and refs["a"].replay_outputs[0][0].device.type == "meta"
+    assert refs["c"].outputs[0][0].device.type == "cpu"
+    assert judge._device_bytes == 2 * size
+    judge._refs["d"] = _ref(1024)  # past reference_cache_gb: `a`, the oldest, goes, and its device bytes with it
+    judge._evict()
+    assert list(judge._refs) == ["b", "c", "d"] and judge._device_bytes == size
+    judge._place(d := judge._refs["d"])
+    assert d.on_device and judge._device_bytes == 2 * size
+
+
+def test_no_reference_moves_when_outputs_are_compared_on_the_cpu():
+    judge = Judge(JudgeOptions(device="cpu"))
+    ref = _ref(16)
+    judge._place(ref)
+    assert not ref.on_device and ref.outputs[0][0].device.type == "cpu" and judge._device_bytes == 0

@@ -1,18 +1,20 @@
 """Guard `replay` on timed calls: one timed call's output per input set is kept and checked against the reference.
 
 `time_model` runs here on CPU with CUDA events replaced by host clocks (flush off); the parent-side check runs on
-files written exactly as the workers write them.
+memfds written and sealed exactly as the workers write them.
 """
 
-import hashlib
-import io
+import fcntl
+import os
 import random
 import time
 
+import pytest
 import torch
 
 from kernelzero.judge.core import Judge, Reference
 from kernelzero.judge.options import JudgeOptions
+from kernelzero.judge.sandbox import OUTPUTS, SEALS, load_sealed
 from kernelzero.judge.timing import time_model
 from kernelzero.judge.worker import _Bound, capture_output, save_captured
 
@@ -25,16 +27,18 @@ class _Event:
         self.t = time.perf_counter()
 
 
-class _HostBound:  # the worker's _Bound with host clocks in place of CUDA events
-    perf_counter = staticmethod(time.perf_counter)
-    tensor_type = torch.Tensor
-    save = _Bound.save  # the worker's: serialise in memory, write, return the bytes' SHA-256
-    _torch_save, _bytes_io, _sha256, _open = staticmethod(torch.save), io.BytesIO, hashlib.sha256, open
-    event = _Event
+class _HostBound(_Bound):
+    """The worker's _Bound with host clocks in place of CUDA events, a seeded draw, and its own output memfds (what a
+    sandbox hands its worker). `load_output` is the parent's read of them (Sandbox.load_output)."""
 
     def __init__(self, seed: int = 0):
+        super().__init__(torch)
         self.randbelow = random.Random(seed).randrange
-        self.clone = torch.Tensor.clone  # an instance attribute, as in the worker's _Bound (no method binding)
+        self.event = _Event
+        self.output_fds = {n: os.memfd_create(f"kz-{n}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING) for n in OUTPUTS}
+
+    def load_output(self, name: str):
+        return load_sealed(self.output_fds[name], name)
 
     @staticmethod
     def synchronize() -> None:
@@ -101,51 +105,70 @@ def test_kept_outputs_are_copies():
     assert [float(out[0]) for _, (out,) in captured] == [2.0, 4.0, 6.0]
 
 
-def _reference(tmp_path, model) -> tuple[Judge, Reference]:
+def _reference(model) -> tuple[Judge, Reference]:
     judge = Judge(JudgeOptions(device="cpu"))
     ref = Reference(init_seed=0, seeds=[1], timing_seeds=[2, 3, 4])
     _, captured = _captured(model)
-    save_captured(torch, _HostBound(), captured, tmp_path / "ref_timed.pt")
-    ref.timed_outputs = torch.load(tmp_path / "ref_timed.pt", weights_only=True)
+    worker = _HostBound()
+    save_captured(torch, worker, captured)
+    ref.timed_outputs = worker.load_output("timed")
     return judge, ref
 
 
-def _sha(path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _saved(obj) -> _HostBound:
+    """A worker whose `timed` memfd holds `obj`, sealed (as written by a forging worker, not by save_captured)."""
+    worker = _HostBound()
+    fd = worker.output_fds["timed"]
+    with open(fd, "wb", closefd=False) as f:
+        torch.save(obj, f)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+    return worker
 
 
-def test_parent_accepts_honest_timed_outputs(tmp_path):
-    judge, ref = _reference(tmp_path, Double())
+def test_parent_accepts_honest_timed_outputs():
+    judge, ref = _reference(Double())
     _, captured = _captured(ReusesBuffer(), seed=3)
-    digest = save_captured(torch, _HostBound(), captured, tmp_path / "timed.pt")
-    assert digest == _sha(tmp_path / "timed.pt")
-    assert judge._check_timed_outputs(tmp_path, "timed.pt", digest, ref) is None
+    worker = _HostBound()
+    save_captured(torch, worker, captured)
+    assert judge._check_timed_outputs(worker, ref) is None
 
 
-def test_parent_rejects_a_module_honest_only_before_timing(tmp_path):
-    judge, ref = _reference(tmp_path, Double())
+def test_parent_rejects_a_module_honest_only_before_timing():
+    judge, ref = _reference(Double())
     _, captured = _captured(HonestUntilTimed())
-    digest = save_captured(torch, _HostBound(), captured, tmp_path / "timed.pt")
-    guard, feedback = judge._check_timed_outputs(tmp_path, "timed.pt", digest, ref)
+    worker = _HostBound()
+    save_captured(torch, worker, captured)
+    guard, feedback = judge._check_timed_outputs(worker, ref)
     assert guard == "replay"
     assert "input set 1" in feedback or "input set 2" in feedback or "input set 3" in feedback
 
 
-def test_parent_rejects_a_subclass_or_missing_set(tmp_path):
-    judge, ref = _reference(tmp_path, Double())
-    torch.save([("tensor", [None])] * 3, tmp_path / "timed.pt")  # what capture keeps for a tensor subclass
-    assert judge._check_timed_outputs(tmp_path, "timed.pt", _sha(tmp_path / "timed.pt"), ref)[0] == "tensor_subclass"
-    torch.save(ref.timed_outputs[:2], tmp_path / "short.pt")
-    assert judge._check_timed_outputs(tmp_path, "short.pt", _sha(tmp_path / "short.pt"), ref)[0] == "replay"
+def test_parent_rejects_a_subclass_or_missing_set():
+    judge, ref = _reference(Double())
+    # what capture keeps for a tensor subclass
+    assert judge._check_timed_outputs(_saved([("tensor", [None])] * 3), ref)[0] == "tensor_subclass"
+    assert judge._check_timed_outputs(_saved(ref.timed_outputs[:2]), ref)[0] == "replay"
 
 
-def test_parent_rejects_timed_outputs_rewritten_after_the_worker_saved_them(tmp_path):
-    judge, ref = _reference(tmp_path, Double())
+def test_saved_timed_outputs_are_sealed_against_a_later_rewrite():
+    """The harness seals what it saved: the right answers written afterwards (by candidate code running after the
+    harness's write) never reach the judge, which reads the module's own replayed outputs."""
+    judge, ref = _reference(Double())
     _, captured = _captured(HonestUntilTimed())
-    digest = save_captured(torch, _HostBound(), captured, tmp_path / "timed.pt")
-    torch.save(ref.timed_outputs, tmp_path / "timed.pt")  # the right answers, put there after the worker's write
-    guard, feedback = judge._check_timed_outputs(tmp_path, "timed.pt", digest, ref)
-    assert guard == "channel" and "changed after the worker wrote it" in feedback
+    worker = _HostBound()
+    save_captured(torch, worker, captured)
+    with pytest.raises(PermissionError), open(f"/proc/self/fd/{worker.output_fds['timed']}", "r+b") as f:
+        f.write(b"PK")
+    assert judge._check_timed_outputs(worker, ref)[0] == "replay"
+
+
+def test_parent_rejects_timed_outputs_that_were_not_sealed():
+    judge, ref = _reference(Double())
+    worker = _HostBound()
+    with open(worker.output_fds["timed"], "wb", closefd=False) as f:
+        torch.save(ref.timed_outputs, f)  # the right answers, in a memfd that could still change
+    guard, feedback = judge._check_timed_outputs(worker, ref)
+    assert guard == "channel" and "did not seal" in feedback
 
 
 def _stats(events_ms: float, wall_ms: float) -> dict:

@@ -184,7 +184,6 @@ class Validator:
         return r.valid, [] if r.valid else [f"{r.reason}: {r.detail}"]
 
     def _run(self, name: str, source: str, apis: tuple[str, ...]) -> ValidationResult:
-        import torch
 
         from kernelzero.judge.sandbox import ChannelError, Sandbox
 
@@ -220,7 +219,7 @@ class Validator:
                                       f"parameter elements; budget {b.max_input_elements:,} and "
                                       f"{b.max_param_elements:,}")  # fmt: skip
                 elif event == "outputs":
-                    runs = torch.load(sb.scratch / msg["file"], weights_only=True, map_location="cpu")["runs"]
+                    runs = sb.load_output("out")["runs"]
                     reason, detail = judge_outputs(runs, msg["non_tensor"], self.config.atol, self.config.rtol)
                     ms = float(msg["forward_ms"])
                     if reason is None and ms > b.max_forward_ms_cpu:

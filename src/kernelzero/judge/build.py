@@ -32,6 +32,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -208,6 +209,21 @@ def build_pch(out: Path, flags: list[str], with_cuda: bool) -> str | None:
     return None if res.returncode == 0 else res.stderr or f"exit {res.returncode}"
 
 
+def ninja_steps(build_dir: Path) -> dict[str, float]:
+    """Seconds spent per kind of build step (`nvcc`: .cu objects, `host`: C++ objects, `link`), summed over the
+    `.ninja_log` files torch's builds left under `build_dir` (figures only: where a CUDA build's time goes)."""
+    steps: Counter[str] = Counter()
+    for log in build_dir.rglob(".ninja_log"):
+        for line in log.read_text(errors="replace").splitlines():
+            fields = line.split("\t")
+            if line.startswith("#") or len(fields) < 4 or not (fields[0].isdigit() and fields[1].isdigit()):
+                continue
+            target = fields[3]
+            kind = "nvcc" if target.endswith(".cuda.o") else "host" if target.endswith(".o") else "link"
+            steps[kind] += (int(fields[1]) - int(fields[0])) / 1e3
+    return {k: round(v, 3) for k, v in steps.items()}
+
+
 @dataclass
 class BuildResult:
     """Outcome of building one candidate's extensions. `path` is the cache entry the candidate worker loads from."""
@@ -215,6 +231,7 @@ class BuildResult:
     status: str  # "built" (prebuilt, or nothing to build), "compile_error", or "fallback" (build in the GPU worker)
     path: str | None = None
     modes: list[str] = field(default_factory=list)  # per load_inline call: split+pch, split or plain (figures only)
+    steps: dict[str, float] = field(default_factory=dict)  # seconds per build step kind (`ninja_steps`, figures)
     hit: bool = False
     seconds: float = 0.0
     feedback: str = ""
@@ -246,6 +263,7 @@ class BuildFarm:
         self._inflight: dict[str, threading.Lock] = {}
         self.builds_started = 0  # build jobs actually run (cache hits and dedupe do not count)
         self.build_modes: Counter[str] = Counter()  # how load_inline calls were built (split+pch, split, plain)
+        self.build_steps: list[dict[str, float]] = []  # seconds per step kind of each build (`ninja_steps`)
         self._pch_dirs: dict[str, str] = {}  # json(host cflags) -> dir holding torch/extension.h.gch
         self.pch_ready = threading.Event()  # set once every precompiled header is built (or failed)
         self.pch_seconds: float | None = None  # how long that took (0-ish when the cache already had them)
@@ -350,10 +368,12 @@ class BuildFarm:
                 return self._promote(sb.scratch / "builds", key, "compile_error", msg["message"])
             if msg and msg.get("event") == "built":
                 modes = [m for m in msg.get("modes") or [] if m in BUILD_MODES]  # worker-sent: figures only
+                steps = ninja_steps(sb.scratch / "builds")
                 with self._lock:
                     self.build_modes.update(modes)
+                    self.build_steps.append(steps)
                 result = self._promote(sb.scratch / "builds", key, "built", "")
-                result.modes = modes
+                result.modes, result.steps = modes, steps
                 return result
             return BuildResult("fallback", feedback=(msg or {}).get("message", sb.log_tail())[-2000:])
         finally:
@@ -414,8 +434,11 @@ class BuildFarm:
             self._pch_dirs[json.dumps(flags)] = str(out)
 
     def state_dict(self) -> dict:
+        """Counters and figures: builds run, how they were made, median seconds per build step kind."""
+        kinds = sorted({k for steps in self.build_steps for k in steps})
+        medians = {k: round(statistics.median(s.get(k, 0.0) for s in self.build_steps), 3) for k in kinds}
         return {"cache_dir": str(self.root), "builds_started": self.builds_started, "pch_seconds": self.pch_seconds,
-                "build_modes": dict(self.build_modes)}  # fmt: skip
+                "build_modes": dict(self.build_modes), "build_step_median_s": medians}  # fmt: skip
 
     def load_state_dict(self, state: dict) -> None:
         self.builds_started = int(state.get("builds_started", 0))

@@ -27,7 +27,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -37,7 +36,7 @@ from kernelzero.judge.check import compare
 from kernelzero.judge.env import fingerprint
 from kernelzero.judge.guards import STATIC, library_op_violation, timing_violation
 from kernelzero.judge.options import BACKENDS, JudgeOptions
-from kernelzero.judge.sandbox import ChannelError, Sandbox, WarmSandboxes, isolation_mode, load_output
+from kernelzero.judge.sandbox import ChannelError, Sandbox, WarmSandboxes, isolation_mode
 from kernelzero.judge.verdict import Timing, Verdict
 from kernelzero.tasks import Task
 
@@ -89,6 +88,7 @@ class Reference:
     degenerate: str | None = None  # the canary that passes the check on this task (zeros, mean, input), if any
     timed_outputs: list = field(default_factory=list)  # [(structure, tensors)] per timing input set (guard replay)
     seconds: float = 0.0  # wall time to compute it (worker start to timing), for throughput figures
+    on_device: bool = False  # its tensors live on the judge's compare GPU (`Judge._place`)
 
     @property
     def nbytes(self) -> int:
@@ -113,6 +113,7 @@ class Judge:
         self._refs: OrderedDict[str, Reference] = OrderedDict()  # least recently used first
         self._ref_locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
+        self._device_bytes = 0  # of references kept on the compare GPU (`_place`)
         self.timing_lock = threading.Lock()  # one timed module at a time on the GPU
         # Issue 5 (throughput), set by the pools: a CPU build farm, env for every worker (CUDA_VISIBLE_DEVICES of
         # this judge's GPU), and a bound on live candidate workers. Unset: builds happen in the candidate worker.
@@ -161,9 +162,28 @@ class Judge:
                     return ref
             ref = self._run_reference(task)
             with self._lock:
+                self._place(ref)
                 self._refs[key] = ref
                 self._evict()
             return ref
+
+    def _place(self, ref: Reference) -> None:
+        """Keep `ref`'s tensors on the compare GPU while they fit in `reference_device_gb`: every compare then copies
+        only the candidate's outputs there (issue 5: the reference's copy took as long). Called under `self._lock`."""
+        n = ref.nbytes
+        if self.compare_device in (None, "cpu") or ref.error is not None:
+            return
+        if self._device_bytes + n > self.options.reference_device_gb * 2**30:
+            return
+
+        def moved(tensors: list) -> list:
+            return [t.to(self.compare_device) if isinstance(t, torch.Tensor) else t for t in tensors]
+
+        ref.outputs = [moved(ts) for ts in ref.outputs]
+        ref.replay_outputs = [moved(ts) for ts in ref.replay_outputs]
+        ref.timed_outputs = [(s, moved(ts)) for s, ts in ref.timed_outputs]
+        ref.on_device = True
+        self._device_bytes += n
 
     def _evict(self) -> None:
         """Drop least recently used references past `reference_cache_gb` (a long run meets thousands of tasks). An
@@ -174,6 +194,8 @@ class Judge:
             key, old = self._refs.popitem(last=False)
             self._ref_locks.pop(key, None)
             total -= old.nbytes
+            if old.on_device:
+                self._device_bytes -= old.nbytes
 
     def _trials_guard(self):
         shared = getattr(self.timing_lock, "shared", None)  # a SharedExclusiveLock when a pool set one
@@ -198,8 +220,9 @@ class Judge:
         job = {**job, "device": self.device, "allow_tf32": self.options.allow_tf32}
         if self.warm is not None:  # issue 5: a pre-spawned worker (same env), see WarmSandboxes
             return self.warm.take(job)
-        return Sandbox(job=job, device=self.device, memory_limit_gb=self.options.memory_limit_gb,
-                       extra_env=dict(self.sandbox_env))
+        return Sandbox(
+            job=job, device=self.device, memory_limit_gb=self.options.memory_limit_gb, extra_env=dict(self.sandbox_env)
+        )
 
     def _run_reference(self, task: Task) -> Reference:
         o = self.options
@@ -222,7 +245,7 @@ class Judge:
                     ref.error = f"reference worker exited (code {exit_.returncode}): {exit_.log_tail[-800:]}"
                     break
                 if msg["event"] == "outputs":
-                    data = torch.load(sb.scratch / msg["file"], weights_only=True, map_location="cpu")
+                    data = sb.load_output("out")
                     ref.outputs, ref.structures, ref.checksums = data["outputs"], msg["structures"], msg["checksums"]
                     ref.ops, ref.replay_outputs = msg.get("ops", {}), data["replay"]
                     ref.degenerate = degenerate_canary(ref.outputs, data["identity"], o.atol, o.rtol)
@@ -239,8 +262,7 @@ class Judge:
                             ref.error = f"reference timing failed: {msg or sb.log_tail()[-800:]}"
                             break
                         ref.eager, ref.compiled = msg.get("eager"), msg.get("compile")
-                        ref.timed_outputs = torch.load(sb.scratch / msg["timed_file"], weights_only=True,
-                                                       map_location="cpu")  # fmt: skip
+                        ref.timed_outputs = sb.load_output("timed")
                 elif msg["event"] == "error":
                     ref.error = f"{msg['stage']}: {msg['message'][-800:]}"
                     break
@@ -325,7 +347,7 @@ class Judge:
                 raise fail("rejected", "the candidate's inputs differ from the reference's (torch patched?)", "inputs")
             try:
                 with _stopwatch(stage_s, "load"):
-                    data = load_output(sb.scratch, msg["file"], msg["sha256"])
+                    data = sb.load_output("out")
             except ChannelError as exc:
                 raise fail("rejected", str(exc), "channel") from None
             except Exception as exc:  # a tensor subclass or a forged file does not load under weights_only
@@ -357,7 +379,7 @@ class Judge:
                     sb.send({"cmd": "time", "timing_seeds": ref.timing_seeds})
                     msg = expect("timing", o.run_timeout_s, "time")
                 with self._trials_guard():
-                    bad = self._check_timed_outputs(sb.scratch, msg["timed_file"], msg["timed_sha256"], ref)
+                    bad = self._check_timed_outputs(sb, ref)
                 if bad is not None:  # honest only while not timed
                     raise fail("rejected", bad[1], bad[0])
                 written = min(_nbytes(ref.outputs[0]), msg.get("storage_bytes", 0))
@@ -390,12 +412,12 @@ class Judge:
                            f"contents) gave a stale or wrong output: {res.feedback}", "replay")  # fmt: skip
         return worst
 
-    def _check_timed_outputs(self, scratch: Path, name: str, sha256: str, ref: Reference) -> tuple[str, str] | None:
+    def _check_timed_outputs(self, sb: Sandbox, ref: Reference) -> tuple[str, str] | None:
         """Guard `replay`, timed calls: outputs made while the clock ran (flush buffer live, timing inputs) must
         match the reference's on the same inputs. Stops a module that is honest until it senses it is timed.
         Returns (guard, feedback) on a violation."""
         try:
-            timed = load_output(scratch, name, sha256)
+            timed = sb.load_output("timed")
         except ChannelError as exc:
             return "channel", str(exc)
         except Exception as exc:
@@ -449,10 +471,6 @@ def _is_str(v: Any) -> bool:
     return isinstance(v, str)
 
 
-def _is_name(v: Any) -> bool:
-    return isinstance(v, str) and v == Path(v).name and v not in ("", ".", "..")
-
-
 def _list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda v: isinstance(v, list) and all(check(x) for x in v)
 
@@ -469,9 +487,8 @@ def _is_timing(v: Any) -> bool:
 _REQUIRED: dict[str, dict[str, Callable[[Any], bool]]] = {  # fields `malformed` requires, per event
     "error": {"stage": _is_str, "message": _is_str},
     "guard": {"guard": _is_str, "message": _is_str},
-    "outputs": {"file": _is_name, "structures": _list_of(_is_str), "checksums": _list_of(_list_of(_is_str)),
-                "sha256": _is_str},
-    "timing": {"timed_file": _is_name, "candidate": _is_timing, "timed_sha256": _is_str},
+    "outputs": {"structures": _list_of(_is_str), "checksums": _list_of(_list_of(_is_str))},
+    "timing": {"candidate": _is_timing},
 }
 _OPTIONAL: dict[str, Callable[[Any], bool]] = {  # fields `malformed` checks where present
     "ops": lambda v: isinstance(v, dict) and all(type(n) is int for n in v.values()),

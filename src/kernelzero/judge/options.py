@@ -50,6 +50,8 @@ class JudgeOptions:
     above every GPU's (H200 4.8, B200 8); 0 turns the guard off."""
     reference_cache_gb: float = 8.0
     """Reference results kept in the judge's memory (least recently used tasks dropped past this)."""
+    reference_device_gb: float = 8.0
+    """Of those, how many GB stay on the judge's GPU, where outputs are compared (0: none; the rest in host memory)."""
     memory_limit_gb: float = 16.0
     """Address-space limit of CPU workers (not applied on GPU: CUDA reserves huge virtual ranges)."""
 

@@ -15,6 +15,12 @@ one job, so a poisoned CUDA context never serves a second candidate), CPU time o
 reads of world-readable files. Without `unshare` (non-root), `isolation == "process"`: a new session and process
 group only, which stops process-group signals but not a targeted kill of the judge.
 
+Outputs: tensors do not travel on the channel. Each sandbox owns two memfds (`out`, `timed`) created here and
+inherited by the worker; the harness writes a `torch.save` file into one and seals it (no write, grow or shrink,
+ever again, by anyone) before it reports. The judge loads only a sealed memfd, mapped, never copied: candidate code
+that runs after the harness's write (a finalizer, a signal handler) cannot change what the judge reads, and a
+worker that replaces its descriptor writes into a file the judge never looks at.
+
 The channel: results travel on a dedicated pipe (never stdout/stderr, which the candidate controls) as
 length-prefixed JSON, each message signed with HMAC-SHA256 under a per-job key and a sequence number. Printing a
 fake verdict therefore does nothing. The key lives in the worker's memory, so code inside the worker could forge a
@@ -24,9 +30,9 @@ no field of one before `core.malformed` has checked its shape (a forged one is `
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
-import io
 import json
 import os
 import select
@@ -43,7 +49,9 @@ from typing import Any
 
 _HEADER = struct.Struct(">I")
 _MAC_LEN = 32
-MAX_MESSAGE = 16 * 1024 * 1024  # a message is metadata; tensors travel as files in the scratch dir
+MAX_MESSAGE = 16 * 1024 * 1024  # a message is metadata; tensors travel in sealed memfds
+OUTPUTS = ("out", "timed")  # the memfds of a sandbox: a job's outputs, and outputs kept from timed calls
+SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK  # what makes a memfd's contents final
 
 # Run inside the new namespaces, before the worker: hide every other job's scratch directory, then make everything
 # read-only but our own scratch. The veil is a fresh tmpfs over the scratch root (or over /dev/shm when the scratch
@@ -156,17 +164,20 @@ class Channel:
         return bytes(buf)
 
 
-def load_output(scratch: Path, name: str, sha256: str) -> Any:
-    """A tensor file a worker wrote into its scratch, loaded only if its bytes have the SHA-256 the worker computed
-    over the bytes it wrote (sent in its signed message): candidate code that runs after the write (a finalizer, a
-    signal handler) can rewrite the file, not the digest. Raises ChannelError on a mismatch; loads the bytes it
-    checked."""
+def load_sealed(fd: int, name: str) -> Any:
+    """The `torch.save` file a worker wrote into memfd `fd` and sealed, loaded (weights only) as tensors mapped from
+    it. Raises ChannelError when it is not sealed (its contents could still change) or empty."""
     import torch
 
-    data = (scratch / name).read_bytes()
-    if not hmac.compare_digest(hashlib.sha256(data).hexdigest(), sha256):
-        raise ChannelError(f"{name} changed after the worker wrote it (its SHA-256 differs from the worker's)")
-    return torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
+    try:
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+    except OSError as exc:
+        raise ChannelError(f"the {name} outputs are not a sealable memfd: {exc}") from None
+    if seals & SEALS != SEALS:
+        raise ChannelError(f"the worker did not seal its {name} outputs (their contents could still change)")
+    if os.fstat(fd).st_size == 0:
+        raise ChannelError(f"the worker wrote no {name} outputs")
+    return torch.load(f"/proc/self/fd/{fd}", weights_only=True, map_location="cpu", mmap=True)
 
 
 def _namespaces_available() -> bool:
@@ -216,17 +227,20 @@ class Sandbox:
         self._proc: subprocess.Popen | None = None
         self._log = None
         self._chan: Channel | None = None
+        self._outputs: dict[str, int] = {}  # memfd per OUTPUTS name, created with the worker
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
         """Send the job (spawning the worker first unless `spawn` already did)."""
         if self._proc is None:
             self.spawn()
-        self._write_stdin({**self.job, "key": self._key.hex(), "scratch": str(self.scratch)})
+        self._write_stdin({**self.job, "key": self._key.hex(), "scratch": str(self.scratch),
+                           "output_fds": self._outputs})  # fmt: skip
 
     def spawn(self) -> None:
         """Start the worker process without a job: it imports torch and waits on stdin (see `WarmSandboxes`)."""
         r_fd, w_fd = os.pipe()
+        self._outputs = {name: os.memfd_create(f"kz-{name}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING) for name in OUTPUTS}
         self._log = open(self.scratch / "worker.log", "wb")
         cmd = [sys.executable, "-m", "kernelzero.judge.worker", str(w_fd)]
         if self.isolation == "namespaces":
@@ -237,7 +251,7 @@ class Sandbox:
             stdin=subprocess.PIPE,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            pass_fds=(w_fd,),
+            pass_fds=(w_fd, *self._outputs.values()),
             env=self._env(),
             cwd=self.scratch,
             start_new_session=True,  # its own process group: killpg(0) from inside cannot reach the judge
@@ -304,6 +318,10 @@ class Sandbox:
         assert self._chan is not None
         return self._chan.recv(deadline)
 
+    def load_output(self, name: str) -> Any:
+        """What the worker sealed into its `name` memfd (`load_sealed`)."""
+        return load_sealed(self._outputs[name], name)
+
     def kill(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
             try:
@@ -332,6 +350,10 @@ class Sandbox:
         return data[-n_bytes:].decode(errors="replace")
 
     def cleanup(self) -> None:
+        """Remove the scratch directory and close the output memfds (tensors loaded from them stay valid)."""
+        for fd in self._outputs.values():
+            os.close(fd)
+        self._outputs = {}
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def __enter__(self) -> Sandbox:

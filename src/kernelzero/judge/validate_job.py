@@ -1,8 +1,8 @@
 """The worker's `validate` job: run a proposed task module so the caller can decide whether it is a usable task.
 
-Runs inside the sandboxed worker (registered in `worker.JOBS`); it decides nothing. It reports sizes, saves the
-outputs of three forwards to `runs.pt` and reports the forward time; `kernelzero.curriculum.validate` reads them in
-the caller's process and names the reason a task is rejected. The three forwards:
+Runs inside the sandboxed worker (registered in `worker.JOBS`); it decides nothing. It reports sizes, seals the
+outputs of three forwards into its `out` memfd and reports the forward time; `kernelzero.curriculum.validate` reads
+them in the caller's process and names the reason a task is rejected. The three forwards:
   a: inputs drawn with `input_seed`, global RNG reseeded to 1 just before forward;
   b: a second call of the same model on the same inputs, RNG reseeded to 2  -> a != b: nondeterministic (random
      sampling or dropout in forward, state kept between calls);
@@ -15,7 +15,6 @@ process and could forge them); the caller's wall-clock timeout and the worker's 
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
 from types import ModuleType
 
 from kernelzero.judge.sandbox import Channel
@@ -97,6 +96,6 @@ def _job_validate(job: dict, chan: Channel, torch, bound, *, w: ModuleType) -> N
     except Exception as exc:
         raise w.StageError("forward", exc) from exc
     bad = [i for i, t in enumerate(runs[0]) if t is None]
-    bound.save({"runs": [[t for t in r if t is not None] for r in runs]}, Path(job["scratch"]) / "runs.pt")
-    chan.send({"event": "outputs", "file": "runs.pt", "structures": structures, "non_tensor": bad,
+    bound.save({"runs": [[t for t in r if t is not None] for r in runs]}, "out")
+    chan.send({"event": "outputs", "structures": structures, "non_tensor": bad,
                "forward_ms": min(times)})  # fmt: skip

@@ -2,21 +2,24 @@
 
 Started by `Sandbox` as `python -m kernelzero.judge.worker RESULT_FD`; reads one JSON job line on stdin, reports on
 the signed channel (RESULT_FD). Jobs:
-- `reference`: build `Model`, draw inputs per seed on the device, write outputs to `ref.pt`, optionally time the
+- `reference`: build `Model`, draw inputs per seed on the device, write outputs to its `out` memfd, optionally time the
   eager model and `torch.compile` of it. Never imports candidate code, so it cannot be slowed or patched by one.
 - `candidate`: import the candidate file (this builds CUDA extensions / defines Triton kernels), build `ModelNew`
-  with the same seed and weights as `Model`, run it on the same per-seed inputs, write outputs to `out.pt`, then
-  on request time it.
+  with the same seed and weights as `Model`, run it on the same per-seed inputs, write outputs to its `out` memfd,
+  then on request time it (outputs kept from timed calls go to `timed`).
 Everything the harness needs from torch is bound before candidate code is imported (see `_Bound`): patching
 `torch.cuda.Event` later does not change our clock. Guards of `kernelzero.judge.guards` hook in at `GUARD_HOOKS`.
 """
 
 from __future__ import annotations
 
+import fcntl
+import gc
 import hashlib
 import json
 import os
 import secrets
+import signal
 import sys
 import time
 import traceback
@@ -25,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelzero.judge.build import install_load_inline_shim
-from kernelzero.judge.sandbox import Channel
+from kernelzero.judge.sandbox import SEALS, Channel
 from kernelzero.judge.timing import time_model
 
 
@@ -113,7 +116,10 @@ class _Bound:
     def __init__(self, torch):
         self.perf_counter = time.perf_counter
         self.randbelow = secrets.randbelow  # which timed calls' outputs are checked (timing.time_model)
-        self._torch_save, self._sha256, self._open = torch.save, hashlib.sha256, open
+        self._torch_save, self._open, self._gc, self._signal = torch.save, open, gc, signal
+        self._sigmask, self._ftruncate, self._lseek = signal.pthread_sigmask, os.ftruncate, os.lseek
+        self._fcntl, self._F_ADD_SEALS, self._F_SEAL_SEAL = fcntl.fcntl, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL
+        self.output_fds: dict[str, int] = {}  # set from the job: the sandbox's memfds
         self.clone = torch.Tensor.clone
         self.equal = torch.equal
         self.tensor_type = torch.Tensor
@@ -126,29 +132,24 @@ class _Bound:
             self.synchronize = lambda: None
             self.elapsed = lambda start, end: (end.t - start.t) * 1e3
 
-    def save(self, obj, path: Path) -> str:
-        """Write `obj` for the parent and return the SHA-256 of the bytes, computed in memory as they are handed to
-        the file (no in-memory copy of a whole file: outputs reach GBs). Candidate code can run while the harness
-        runs (a finalizer, a signal handler) and rewrite the file; the parent checks the digest, which travels in
-        the signed message, so a rewritten file is rejected."""
-        digest = self._sha256()
-        with self._open(path, "wb") as f:
-            self._torch_save(obj, _HashingWriter(f, digest))
-        return digest.hexdigest()
-
-
-class _HashingWriter:
-    """A file for torch.save that hashes every chunk on its way to `f`."""
-
-    def __init__(self, f, digest):
-        self._f, self._digest = f, digest
-
-    def write(self, data) -> int:
-        self._digest.update(data)
-        return self._f.write(data)
-
-    def flush(self) -> None:
-        self._f.flush()
+    def save(self, obj, name: str) -> None:
+        """Write `obj` into the sandbox's `name` memfd (`sandbox.OUTPUTS`) and seal it: from then on nobody, candidate
+        code included, can change what the judge reads. Signals are blocked and the garbage collector paused for the
+        write and the seal, so no candidate code (a signal handler, a finalizer) runs between the two."""
+        fd = self.output_fds[name]
+        mask = self._sigmask(self._signal.SIG_BLOCK, self._signal.valid_signals())
+        collecting = self._gc.isenabled()
+        self._gc.disable()
+        try:
+            self._ftruncate(fd, 0)
+            self._lseek(fd, 0, os.SEEK_SET)
+            with self._open(fd, "wb", closefd=False) as f:
+                self._torch_save(obj, f)
+            self._fcntl(fd, self._F_ADD_SEALS, SEALS | self._F_SEAL_SEAL)
+        finally:
+            if collecting:
+                self._gc.enable()
+            self._sigmask(self._signal.SIG_SETMASK, mask)
 
 
 def _host_event(clock):
@@ -362,8 +363,8 @@ def _job_reference(job: dict, chan: Channel, torch, bound: _Bound) -> None:
         inputs = [x for x in make_inputs(torch, task_mod, seed, device) if isinstance(x, torch.Tensor)]
         match = [next((x for x in inputs if x.shape == o.shape and x.dtype == o.dtype), None) for o in outs]
         identity.append([None if x is None else x.detach().to("cpu", copy=True).contiguous() for x in match])
-    bound.save({"outputs": outputs, "replay": replay, "identity": identity}, Path(job["scratch"]) / "ref.pt")
-    chan.send({"event": "outputs", "file": "ref.pt", "structures": structures, "checksums": sums,
+    bound.save({"outputs": outputs, "replay": replay, "identity": identity}, "out")
+    chan.send({"event": "outputs", "structures": structures, "checksums": sums,
                "ops": recorder.ops})  # fmt: skip
     if not job.get("timing"):
         return
@@ -382,8 +383,8 @@ def _job_reference(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     chan.send({"event": "timing_ready"})
     if json.loads(sys.stdin.readline() or "{}").get("cmd") != "time":
         return
-    eager, _ = time_and_keep(torch, bound, model, input_sets, job["timing"], Path(job["scratch"]) / "ref_timed.pt")
-    result = {"event": "timing", "eager": eager, "timed_file": "ref_timed.pt"}
+    eager = time_and_keep(torch, bound, model, input_sets, job["timing"])
+    result = {"event": "timing", "eager": eager}
     if compiled is not None:
         try:
             result["compile"] = time_model(torch, bound, compiled, input_sets, job["timing"])
@@ -394,11 +395,12 @@ def _job_reference(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     chan.send(result)
 
 
-def time_and_keep(torch, bound: _Bound, model, input_sets: list, cfg: dict, path: Path) -> tuple[dict, str]:
-    """`time_model` keeping one timed call's output per input set, saved to `path` for the parent's check.
-    Returns (timing summaries, the saved file's SHA-256)."""
+def time_and_keep(torch, bound: _Bound, model, input_sets: list, cfg: dict) -> dict:
+    """`time_model` keeping one timed call's output per input set, saved to the `timed` memfd for the parent's
+    check. Returns the timing summaries."""
     stats = time_model(torch, bound, model, input_sets, cfg, capture=capture_output(torch, bound))
-    return stats, save_captured(torch, bound, stats.pop("captured"), path)
+    save_captured(torch, bound, stats.pop("captured"))
+    return stats
 
 
 def capture_output(torch, bound: _Bound):
@@ -412,10 +414,10 @@ def capture_output(torch, bound: _Bound):
     return capture
 
 
-def save_captured(torch, bound: _Bound, captured: list, path: Path) -> str:
+def save_captured(torch, bound: _Bound, captured: list) -> None:
     """The captured outputs of timed calls, on the CPU, as [(structure, [tensor | None])] per input set."""
-    return bound.save([(s, [None if t is None else t.detach().to("cpu").contiguous() for t in ts])
-                       for s, ts in captured], path)  # fmt: skip
+    bound.save([(s, [None if t is None else t.detach().to("cpu").contiguous() for t in ts])
+                for s, ts in captured], "timed")  # fmt: skip
 
 
 def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
@@ -470,12 +472,11 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     # launches is None where nothing could count them (a CUDA candidate on a machine without the profiler trace)
     countable = job.get("backend") == "triton" or device == "cuda"
     t_save = bound.perf_counter()
-    digest = bound.save({"outputs": outputs, "replay": replay}, Path(job["scratch"]) / "out.pt")
+    bound.save({"outputs": outputs, "replay": replay}, "out")
     seconds = {"first_call": getattr(bound, "first_call_s", 0.0), "trials": t_replay - t_run,
                "replay": t_save - t_replay, "save": bound.perf_counter() - t_save}  # fmt: skip
-    chan.send({"event": "outputs", "file": "out.pt", "structures": structures, "checksums": sums,
-               "ops": recorder.ops, "launches": counter.count if countable else None, "seconds": seconds,
-               "sha256": digest})  # fmt: skip
+    chan.send({"event": "outputs", "structures": structures, "checksums": sums, "ops": recorder.ops,
+               "launches": counter.count if countable else None, "seconds": seconds})  # fmt: skip
     if not job.get("timing"):
         return
     command = json.loads(sys.stdin.readline() or "{}")  # wait until the parent has the GPU to itself for us
@@ -487,11 +488,10 @@ def _job_candidate(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     input_sets = [make_inputs(torch, task_mod, s, device) for s in command["timing_seeds"]]
     t1 = bound.perf_counter()
     try:
-        stats, digest = time_and_keep(torch, bound, model, input_sets, job["timing"], Path(job["scratch"]) / "timed.pt")
+        stats = time_and_keep(torch, bound, model, input_sets, job["timing"])
     except Exception as exc:
         raise StageError("timing", exc) from exc
-    chan.send({"event": "timing", "candidate": stats, "timed_file": "timed.pt", "timed_sha256": digest,
-               "storage_bytes": getattr(bound, "storage_bytes", 0),
+    chan.send({"event": "timing", "candidate": stats, "storage_bytes": getattr(bound, "storage_bytes", 0),
                "seconds": {"timing_inputs": t1 - t0, "timing": bound.perf_counter() - t1}})  # fmt: skip
 
 
@@ -569,6 +569,7 @@ def main(argv: list[str]) -> int:
         import torch
 
         bound = _Bound(torch)
+        bound.output_fds = {k: int(v) for k, v in (job.get("output_fds") or {}).items()}
         set_precision_policy(torch, bool(job.get("allow_tf32", False)))
         if job["device"] == "cuda":
             torch.cuda.init()
