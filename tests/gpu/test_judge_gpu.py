@@ -42,6 +42,9 @@ def test_correct_kernel_is_ok_and_timed(pool, task, name, backend):
     assert v.speedup_compile is not None and v.speedup_compile > 0
     assert v.env["gpu"] and v.env["precision"] == "fp32-strict"
     print(f"{name}: {v.runtime.median_ms:.4f} ms, x{v.speedup_eager:.2f} eager, x{v.speedup_compile:.2f} compile")
+    # the task's reference stays on the judge's GPU (reference_device_gb), where outputs are compared
+    refs = [r for j in pool.judges for r in j._refs.values()]
+    assert refs and all(r.on_device and r.outputs[0][0].is_cuda for r in refs)
 
 
 @pytest.mark.parametrize("name,backend", [("relu_triton_incorrect.py", "triton"), ("relu_cuda_incorrect.py", "cuda")])
