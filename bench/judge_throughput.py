@@ -122,9 +122,10 @@ STEADY_MARK = "\n# steady-state set: a distinct source, so no build, Triton kern
 
 
 def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, workers: int | None,
-         steady: bool = False) -> dict:  # fmt: skip
+         steady: bool = False, farm_sizes: tuple[int, ...] = ()) -> dict:  # fmt: skip
     """Cold: pool start, precompiled headers, references, builds, all timed. Steady (the same pool, then the same
-    candidates as new sources): what a long training run sees per batch once references and headers exist."""
+    candidates as new sources): what a long training run sees per batch once references and headers exist.
+    `farm_sizes`: one more steady pass per size, with that many concurrent builds (new sources again)."""
     from kernelzero.judge import JudgeOptions
     from kernelzero.judge.pool import JudgePool
     from kernelzero.tasks import Task
@@ -145,6 +146,15 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
             t1 = time.perf_counter()
             again = pool.judge_many([(tasks[t], c + STEADY_MARK, b) for _, t, c, b in items])
             warm = _summary(items, again, time.perf_counter() - t1)
+            warm["farm_workers"] = pool.farm.workers if pool.farm else None
+            warm["other_farm_sizes"] = []
+            for size in farm_sizes if pool.farm else ():
+                pool.farm.resize(size)
+                mark = STEADY_MARK + f"# concurrent builds: {size}\n"
+                t1 = time.perf_counter()
+                again = pool.judge_many([(tasks[t], c + mark, b) for _, t, c, b in items])
+                other = _summary(items, again, time.perf_counter() - t1)
+                warm["other_farm_sizes"].append({"farm_workers": size, **other})
         farm = pool.farm.state_dict() if pool.farm else None
         slots = pool.slots_per_gpu
     wall = time.perf_counter() - t0
@@ -183,6 +193,11 @@ def main() -> None:
         action="store_true",
         help="skip the steady-state pass (the same pool judging the candidates again as new sources)",
     )
+    ap.add_argument(
+        "--steady-farm",
+        default="",
+        help="comma-separated build-farm sizes: one more steady pass with each many concurrent builds (CUDA)",
+    )
     ap.add_argument("--out", default=None, help="write the figures as JSON here (rewritten after each backend)")
     args = ap.parse_args()
 
@@ -218,7 +233,8 @@ def main() -> None:
             print(f"   warm bound (one process for all): {warm['correct']}/{warm['n']} correct, "
                   f"{warm['wall_s']:.1f} s, {warm['per_min']:.1f}/min", flush=True)  # fmt: skip
         print(f"== {backend}: our judge ...", flush=True)
-        us = ours(items, device, work / backend, args.workers, steady=not args.no_steady)
+        sizes = tuple(int(x) for x in args.steady_farm.split(",") if x.strip())
+        us = ours(items, device, work / backend, args.workers, steady=not args.no_steady, farm_sizes=sizes)
         print(f"   {us['correct']}/{us['n']} correct, {us['wall_s']:.1f} s, {us['per_min']:.1f}/min; median stage "
               f"seconds {json.dumps(us['stage_median_s'])}\n   summed over candidates {json.dumps(us['stage_total_s'])}"
               f"\n   reference workers (s): {us['reference_s']}; slots per GPU {us['slots_per_gpu']}; "
@@ -227,7 +243,12 @@ def main() -> None:
         if st:
             print(f"   steady state (same pool; the same candidates as new sources): {st['correct']}/{st['n']} correct,"
                   f" {st['wall_s']:.1f} s, {st['per_min']:.1f}/min, {st['per_min'] / kb['per_min']:.2f}x the "
-                  f"KernelBench way; median stage seconds {json.dumps(st['stage_median_s'])}", flush=True)  # fmt: skip
+                  f"KernelBench way ({st['farm_workers']} concurrent builds); median stage seconds "
+                  f"{json.dumps(st['stage_median_s'])}", flush=True)  # fmt: skip
+            for o in st["other_farm_sizes"]:
+                print(f"   steady state, {o['farm_workers']} concurrent builds: {o['correct']}/{o['n']} correct, "
+                      f"{o['wall_s']:.1f} s, {o['per_min']:.1f}/min, {o['per_min'] / kb['per_min']:.2f}x; build_farm "
+                      f"median {o['stage_median_s'].get('build_farm')} s", flush=True)  # fmt: skip
         results[backend] = {"kernelbench_way": kb, "kernelbench_warm": warm, "ours": us,
                             "ratio": us["per_min"] / kb["per_min"],
                             "ratio_warm": us["per_min"] / warm["per_min"] if warm else None,

@@ -172,3 +172,25 @@ def test_warm_farm_builds_in_a_prespawned_worker_and_closes(tmp_path):
     assert refill is not waiting and refill.alive()
     farm.close()
     assert not refill.alive()
+
+
+def test_farm_defaults_to_half_the_cores_and_resizes(tmp_path, monkeypatch):
+    """Builds are CPU-bound (one long host compile each): half the cores' worth at a time, so the first builds
+    finish early and their GPU work overlaps the rest. A resize applies to new builds; a build running across it
+    gives its slot back to the semaphore it took it from."""
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    farm = BuildFarm(str(tmp_path), pch=False)
+    assert farm.workers == 8
+    old = farm._slots
+    assert old.acquire(blocking=False)  # a build holding a slot of the old size
+    farm.resize(3)
+    assert farm.workers == 3
+    taken = [farm._slots.acquire(blocking=False) for _ in range(4)]
+    assert taken == [True, True, True, False]
+    old.release()  # the running build finishes: back to its own semaphore, not the new one
+    for _ in range(3):
+        farm._slots.release()
+    with pytest.raises(ValueError):  # the new semaphore is bounded at 3: nothing from the old one reached it
+        farm._slots.release()
+    monkeypatch.setattr("os.cpu_count", lambda: 1)
+    assert BuildFarm(str(tmp_path / "one"), pch=False).workers == 1

@@ -243,7 +243,7 @@ class BuildFarm:
 
     cache_dir: str
     arch: str = "9.0"  # TORCH_CUDA_ARCH_LIST for builds: the judging GPU's compute capability
-    workers: int = 0  # concurrent builds; 0: one per CPU core (a build is mostly one nvcc pipeline after another)
+    workers: int = 0  # concurrent builds; 0: one per two CPU cores (see __post_init__)
     timeout_s: float = 600.0
     memory_limit_gb: float = 16.0
     pch: bool = True  # build precompiled torch/extension.h headers (background, once per cache) for builds
@@ -251,9 +251,12 @@ class BuildFarm:
     pch_wait_s: float = 240.0  # a build waits this long for headers being precompiled (parsing torch doubles it)
 
     def __post_init__(self) -> None:
-        # One per core: on the H200 (16 cores) half the cores ran 16 builds in two waves of ~26 s, each build a
-        # sequence of nvcc stages that left cores idle. Builds are bounded by the GPU side's pace anyway.
-        self.workers = self.workers or max(1, os.cpu_count() or 2)
+        # One per two cores. A split build is one long host compile (~15 CPU-s: torch's headers instantiate
+        # templates in every TU, precompiled header or not) beside a short nvcc pipeline (~2 s), so builds are
+        # CPU-bound: on the H200 (16 cores) 16 at once all finished together after ~22 s, leaving the GPU idle until
+        # then. Half as many at a time build as fast in total, and the first ones finish early enough for their
+        # GPU work to overlap the rest (bench/judge_throughput.py --steady-farm compares the two).
+        self.workers = self.workers or max(1, (os.cpu_count() or 2) // 2)
         self.root = Path(self.cache_dir)
         self.root.mkdir(parents=True, exist_ok=True)
         for stale in self.root.glob(".tmp-*"):  # a promotion interrupted by a crash of the judge itself
@@ -273,6 +276,12 @@ class BuildFarm:
         self._warm: WarmSandboxes | None = None  # started by the first build: a Triton-only run spawns none
         # threads for `submit` (builds still take a slot each; the extra threads wait for one, or for a cache hit)
         self._submitted = ThreadPoolExecutor(max_workers=2 * self.workers, thread_name_prefix="kz-build")
+
+    def resize(self, workers: int) -> None:
+        """Change how many builds run at once; builds already running finish on their old slots."""
+        with self._lock:
+            self.workers = max(1, int(workers))
+            self._slots = threading.BoundedSemaphore(self.workers)
 
     def _env(self) -> dict[str, str]:
         return {"TORCH_CUDA_ARCH_LIST": self.arch, "MAX_JOBS": "2", "CUDA_VISIBLE_DEVICES": ""}
@@ -329,7 +338,9 @@ class BuildFarm:
             if hit is not None:
                 hit.seconds = time.monotonic() - t0
                 return hit
-            with self._slots:
+            with self._lock:
+                slots = self._slots  # released to the semaphore it came from, even across a resize
+            with slots:
                 result = self._run(source, key)
         with self._lock:
             self._inflight.pop(key, None)
