@@ -21,7 +21,7 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
     timing) step timing python3 bench/timing_fidelity.py --task tests/fixtures/gpu/relu_big_task.py \
               --solution tests/fixtures/gpu/relu_triton_ok.py --backend triton --repeats 5 \
               --kernelbench .kb --out "$OUT/timing.json" ;;
-    throughput) step throughput timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/judge_throughput.py ${KZ_THROUGHPUT_ARGS:---quick --steady-farm 16} \
+    throughput) step throughput timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/judge_throughput.py ${KZ_THROUGHPUT_ARGS:---quick} \
               --out "$OUT/throughput.json" ;;
     train) step train timeout ${KZ_TRAIN_TIMEOUT:-600} bash -c "python3 -m kernelzero.cli sft --pairs builtin --steps ${KZ_SFT_STEPS:-200} \
               --out /tmp/kz-sft && python3 -m kernelzero.cli train --config configs/h200_smoke.yaml \

@@ -174,13 +174,12 @@ def test_warm_farm_builds_in_a_prespawned_worker_and_closes(tmp_path):
     assert not refill.alive()
 
 
-def test_farm_defaults_to_half_the_cores_and_resizes(tmp_path, monkeypatch):
-    """Builds are CPU-bound (one long host compile each): half the cores' worth at a time, so the first builds
-    finish early and their GPU work overlaps the rest. A resize applies to new builds; a build running across it
-    gives its slot back to the semaphore it took it from."""
+def test_farm_defaults_to_one_build_per_core_and_resizes(tmp_path, monkeypatch):
+    """One build per core by default (a build is one long host compile); a resize applies to new builds, and a
+    build running across it gives its slot back to the semaphore it took it from."""
     monkeypatch.setattr("os.cpu_count", lambda: 16)
     farm = BuildFarm(str(tmp_path), pch=False)
-    assert farm.workers == 8
+    assert farm.workers == 16
     old = farm._slots
     assert old.acquire(blocking=False)  # a build holding a slot of the old size
     farm.resize(3)
@@ -192,5 +191,5 @@ def test_farm_defaults_to_half_the_cores_and_resizes(tmp_path, monkeypatch):
         farm._slots.release()
     with pytest.raises(ValueError):  # the new semaphore is bounded at 3: nothing from the old one reached it
         farm._slots.release()
-    monkeypatch.setattr("os.cpu_count", lambda: 1)
-    assert BuildFarm(str(tmp_path / "one"), pch=False).workers == 1
+    monkeypatch.setattr("os.cpu_count", lambda: None)
+    assert BuildFarm(str(tmp_path / "unknown"), pch=False).workers == 2
