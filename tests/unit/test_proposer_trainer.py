@@ -110,3 +110,21 @@ def test_one_proposer_step_rewards_frontier_tasks_and_penalises_duplicates(tiny_
     assert log["proposer/duplicate_share"] == pytest.approx(2 / 6)
     changed = [n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])]
     assert len(changed) == len(before)
+
+
+def test_undefined_step_metrics_are_left_out_of_the_log():
+    """A batch with no valid task has no Coder success rate: the metric is NaN and must not reach TRL's store (TRL
+    would log it as None, which transformers' loggers refuse with a warning per key); defined ones still do."""
+    from collections import defaultdict
+
+    from kernelzero.trainers.common import record_step_metrics
+    from kernelzero.trainers.proposer import ProposalOutcome, proposer_step_metrics
+
+    outcomes = [ProposalOutcome(("torch.add",), None, False, ["format"], None) for _ in range(4)]
+    raw = torch.full((4, 1), -0.5)
+    metrics = proposer_step_metrics(outcomes, raw, raw.clone())
+    store = defaultdict(list)
+    record_step_metrics(store, metrics)
+    assert dict(store) == {"proposer/valid_share": [0.0], "proposer/parse_failure_share": [1.0]}
+    record_step_metrics(store, {"proposer/valid_share": 0.5, "proposer/duplicate_share": float("nan")})
+    assert store["proposer/valid_share"] == [0.0, 0.5] and "proposer/duplicate_share" not in store

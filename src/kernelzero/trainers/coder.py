@@ -47,6 +47,7 @@ from kernelzero.trainers.common import (
     finish_phase,
     load_policy,
     logger,
+    record_step_metrics,
     resolve_resume,
     write_resolved_config,
 )
@@ -175,8 +176,7 @@ class CoderGRPOTrainer(GRPOTrainer):
         texts = gather_object([completion_text(c) for c in completions])
         metrics = coder_step_metrics(raw.cpu(), [v.status for v in verdicts], group_size, self.gate.alpha, filtered)
         mode = "train" if self.model.training else "eval"
-        for key, value in metrics.items():
-            self._metrics[mode][key].append(value)
+        record_step_metrics(self._metrics[mode], metrics)
         self.last_record = CoderRewardRecord(self.state.global_step, group_size, raw, gated, verdicts, names, texts)
         if self.accelerator.is_main_process:
             logger.info(step_log_line(self.state.global_step, metrics))

@@ -206,6 +206,14 @@ class MetricsJsonlCallback(TrainerCallback):
             f.write(json.dumps({"step": state.global_step, **logs}, default=float) + "\n")
 
 
+def record_step_metrics(store: Any, metrics: dict[str, float]) -> None:
+    """Append a step's metrics to a TRL trainer's `_metrics[mode]`, leaving out undefined (NaN) ones: TRL logs a key
+    whose values are all NaN as None, which transformers' loggers reject with a warning per key."""
+    for key, value in metrics.items():
+        if value == value:  # not NaN
+            store[key].append(value)
+
+
 def completion_text(completion: Any) -> str:
     """The assistant text of one TRL completion: a string, or a list of chat messages (conversational datasets)."""
     if isinstance(completion, str):

@@ -36,6 +36,7 @@ from kernelzero.trainers.common import (
     finish_phase,
     load_policy,
     logger,
+    record_step_metrics,
     resolve_resume,
     write_resolved_config,
 )
@@ -178,8 +179,7 @@ class ProposerGRPOTrainer(GRPOTrainer):
         final_t = final_t.unsqueeze(1)  # (N, 1)
         metrics = proposer_step_metrics(outcomes, raw.cpu(), final_t.cpu())
         mode = "train" if self.model.training else "eval"
-        for key, value in metrics.items():
-            self._metrics[mode][key].append(value)
+        record_step_metrics(self._metrics[mode], metrics)
         group_size = self.num_generations if self.model.training else self.num_generations_eval
         self.last_record = ProposerRewardRecord(self.state.global_step, group_size, raw, final_t, outcomes)
         if self.accelerator.is_main_process:
