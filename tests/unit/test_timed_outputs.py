@@ -8,6 +8,7 @@ import fcntl
 import os
 import random
 import time
+import weakref
 
 import pytest
 import torch
@@ -36,6 +37,7 @@ class _HostBound(_Bound):
         self.randbelow = random.Random(seed).randrange
         self.event = _Event
         self.output_fds = {n: os.memfd_create(f"kz-{n}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING) for n in OUTPUTS}
+        weakref.finalize(self, lambda fds: [os.close(fd) for fd in fds], list(self.output_fds.values()))
 
     def load_output(self, name: str):
         return load_sealed(self.output_fds[name], name)
