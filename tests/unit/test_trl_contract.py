@@ -29,3 +29,16 @@ def test_calculate_rewards_still_gathers_and_feeds_the_advantages():
     assert "rewards_per_func = self._calculate_rewards(inputs, prompts, completions, completion_ids_list)" in caller
     assert "rewards_per_func * self.reward_weights" in caller
     assert "unscorable_mask = torch.isnan(rewards_per_func).all(dim=1)" in caller
+
+
+def test_activation_checkpointing_reaches_trl_under_this_transformers_name(tmp_path):
+    """`checkpointing_kwarg` names the switch as the installed transformers wants it; TRL reads
+    `args.gradient_checkpointing` either way, so both values must arrive there."""
+    from trl import GRPOConfig
+
+    from kernelzero.trainers.common import checkpointing_kwarg
+
+    for on in (True, False):
+        args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none",
+                          **checkpointing_kwarg(on))  # fmt: skip
+        assert args.gradient_checkpointing is on

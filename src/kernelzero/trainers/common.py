@@ -116,8 +116,7 @@ class GRPOPhaseConfig:
             "seed": self.seed,
             "use_cpu": self.use_cpu,
             "bf16": self.bf16,
-            # transformers 5.17 (the GPU machine) has no top-level `activation_checkpointing`; 5.24 has both
-            "gradient_checkpointing": self.activation_checkpointing,
+            **checkpointing_kwarg(self.activation_checkpointing),
             "use_vllm": self.use_vllm,
             "vllm_mode": self.vllm_mode,
             "vllm_server_base_url": self.vllm_server_base_url,
@@ -204,6 +203,18 @@ class MetricsJsonlCallback(TrainerCallback):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as f:
             f.write(json.dumps({"step": state.global_step, **logs}, default=float) + "\n")
+
+
+def checkpointing_kwarg(enabled: bool) -> dict[str, bool]:
+    """Activation checkpointing under the name this transformers takes: `activation_checkpointing` where it exists
+    (5.24; `gradient_checkpointing` is deprecated there, with a warning per run), else `gradient_checkpointing` (5.17,
+    the GPU machine's)."""
+    import dataclasses
+
+    from transformers import TrainingArguments
+
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    return {"activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing": enabled}
 
 
 def record_step_metrics(store: Any, metrics: dict[str, float]) -> None:

@@ -18,6 +18,7 @@ from kernelzero.trainers.coder import PromptFn, coder_answer, coder_prompt
 from kernelzero.trainers.common import (
     MetricsJsonlCallback,
     PhaseResult,
+    checkpointing_kwarg,
     finish_phase,
     load_policy,
     logger,
@@ -112,8 +113,7 @@ class SFTPhaseConfig:
             "seed": self.seed,
             "use_cpu": self.use_cpu,
             "bf16": self.bf16,
-            # transformers 5.17 (the GPU machine) has no top-level `activation_checkpointing`; 5.24 has both
-            "gradient_checkpointing": self.activation_checkpointing,
+            **checkpointing_kwarg(self.activation_checkpointing),
             "report_to": list(self.report_to) or "none",
         }
         kw.update(self.sft_overrides)
