@@ -73,12 +73,14 @@ def write_report(run_dir: str | os.PathLike) -> Path:
 
     # rewards and pass rate per step
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    for phase, key, label in (("coder", "coder/reward_mean", "Coder reward (mean)"),
-                              ("coder", "coder/pass_rate", "Coder pass rate"),
-                              ("proposer", "proposer/reward_mean", "Proposer reward (mean)")):  # fmt: skip
+    # distinct markers and dashes: series that coincide (a smoke run's zeros) stay visible on top of each other
+    series = (("coder", "coder/reward_mean", "Coder reward (mean)", {"marker": "o", "ms": 8}),
+              ("coder", "coder/pass_rate", "Coder pass rate", {"marker": "s", "ls": "--"}),
+              ("proposer", "proposer/reward_mean", "Proposer reward (mean)", {"marker": "^"}))  # fmt: skip
+    for phase, key, label, style in series:
         xs, ys, rs = _series(metrics, phase, key)
         if xs:
-            ax.plot(xs, ys, marker="o", label=label)
+            ax.plot(xs, ys, label=label, **style)
             if phase == "coder":
                 _round_marks(ax, rs, xs)
     ax.set_xlabel("step (within role, across rounds; dashed: new round)")
