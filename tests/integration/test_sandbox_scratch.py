@@ -57,6 +57,7 @@ def test_a_sibling_scratch_directory_is_hidden(tmp_path):
         source = PEEKER.replace("{root}", root)
         v = Judge(JudgeOptions(device="cpu", trials=2)).judge(Task.from_file(FIX / "relu_task.py"), source, "triton")
         assert v.status == "ok", v.feedback  # it would be `incorrect` had it seen the planted file
+        assert v.env["scratch_veil"] in (root, "/dev/shm")  # the verdict says how the scratch was isolated
     finally:
         sibling.cleanup()
 

@@ -338,7 +338,9 @@ class Judge:
                 self.gpu_slots.acquire()
         try:
             sb.start()
-            expect("started", o.build_timeout_s, "start")
+            veil = expect("started", o.build_timeout_s, "start").get("veil")  # sent before candidate code runs
+            if veil is not None:  # how this job's scratch was isolated: a mount point, or `none` where it could not be
+                base["env"] = {**base["env"], "scratch_veil": veil}
             expect("built", o.build_timeout_s, "build")
             with _waited(stage_s, "wait_trials", self._trials_guard()):  # issue 5: none while a module is timed
                 sb.send({"cmd": "run", "seeds": ref.seeds, "replay": ref.replay})
@@ -494,6 +496,7 @@ _OPTIONAL: dict[str, Callable[[Any], bool]] = {  # fields `malformed` checks whe
     "ops": lambda v: isinstance(v, dict) and all(type(n) is int for n in v.values()),
     "launches": lambda v: v is None or type(v) is int,
     "storage_bytes": lambda v: type(v) is int,
+    "veil": lambda v: _is_str(v) and len(v) <= 4096,
 }
 
 

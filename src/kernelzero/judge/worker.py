@@ -573,7 +573,8 @@ def main(argv: list[str]) -> int:
         set_precision_policy(torch, bool(job.get("allow_tf32", False)))
         if job["device"] == "cuda":
             torch.cuda.init()
-        chan.send({"event": "started", "pid": os.getpid()})
+        veil = os.environ.get("KZ_SCRATCH_VEIL")  # set by the namespace prelude: were sibling scratches hidden?
+        chan.send({"event": "started", "pid": os.getpid(), **({"veil": veil} if veil else {})})
         JOBS[job["kind"]](job, chan, torch, bound)
         chan.send({"event": "done"})
     except StageError as err:
