@@ -122,10 +122,11 @@ STEADY_MARK = "\n# steady-state set: a distinct source, so no build, Triton kern
 
 
 def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, workers: int | None,
-         steady: bool = False, farm_sizes: tuple[int, ...] = ()) -> dict:  # fmt: skip
+         steady: bool = False, farm_sizes: tuple[int, ...] = (), slot_counts: tuple[int, ...] = ()) -> dict:
     """Cold: pool start, precompiled headers, references, builds, all timed. Steady (the same pool, then the same
     candidates as new sources): what a long training run sees per batch once references and headers exist.
-    `farm_sizes`: one more steady pass per size, with that many concurrent builds (new sources again)."""
+    `slot_counts`, then `farm_sizes`: one more steady pass each (new sources again), with that many candidate workers
+    per GPU, or that many concurrent builds."""
     from kernelzero.judge import JudgeOptions
     from kernelzero.judge.pool import JudgePool
     from kernelzero.tasks import Task
@@ -151,7 +152,12 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
         if steady:
             warm = steady_pass(STEADY_MARK)
             warm["farm_workers"] = pool.farm.workers if pool.farm else None
-            warm["other_farm_sizes"] = []
+            warm["slots_per_gpu"] = pool.slots_per_gpu
+            warm["other_slot_counts"], warm["other_farm_sizes"] = [], []
+            for count in slot_counts if pool.slots_per_gpu else ():
+                pool.resize_slots(count)
+                other = steady_pass(STEADY_MARK + f"# candidate workers per GPU: {count}\n")
+                warm["other_slot_counts"].append({"slots_per_gpu": count, **other})
             for size in farm_sizes if pool.farm else ():
                 pool.farm.resize(size)
                 other = steady_pass(STEADY_MARK + f"# concurrent builds: {size}\n")
@@ -160,7 +166,7 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
         slots = pool.slots_per_gpu
     wall = time.perf_counter() - t0
     if warm is not None:  # the cold figure is the first pass alone
-        wall -= warm["wall_s"] + sum(o["wall_s"] for o in warm["other_farm_sizes"])
+        wall -= warm["wall_s"] + sum(o["wall_s"] for o in warm["other_slot_counts"] + warm["other_farm_sizes"])
     return {**_summary(items, verdicts, wall), "farm": farm, "reference_s": reference_s, "slots_per_gpu": slots,
             "cold_in_pool_s": cold_in_pool, "steady": warm}  # fmt: skip
 
@@ -199,6 +205,11 @@ def main() -> None:
         default="",
         help="comma-separated build-farm sizes: one more steady pass with each many concurrent builds (CUDA)",
     )
+    ap.add_argument(
+        "--steady-slots",
+        default="",
+        help="comma-separated candidate workers per GPU: one more steady pass with each (GPU)",
+    )
     ap.add_argument("--out", default=None, help="write the figures as JSON here (rewritten after each backend)")
     args = ap.parse_args()
 
@@ -235,7 +246,9 @@ def main() -> None:
                   f"{warm['wall_s']:.1f} s, {warm['per_min']:.1f}/min", flush=True)  # fmt: skip
         print(f"== {backend}: our judge ...", flush=True)
         sizes = tuple(int(x) for x in args.steady_farm.split(",") if x.strip())
-        us = ours(items, device, work / backend, args.workers, steady=not args.no_steady, farm_sizes=sizes)
+        counts = tuple(int(x) for x in args.steady_slots.split(",") if x.strip())
+        us = ours(items, device, work / backend, args.workers, steady=not args.no_steady, farm_sizes=sizes,
+                  slot_counts=counts)
         print(f"   {us['correct']}/{us['n']} correct, {us['wall_s']:.1f} s, {us['per_min']:.1f}/min; median stage "
               f"seconds {json.dumps(us['stage_median_s'])}\n   summed over candidates {json.dumps(us['stage_total_s'])}"
               f"\n   reference workers (s): {us['reference_s']}; slots per GPU {us['slots_per_gpu']}; "
@@ -246,6 +259,10 @@ def main() -> None:
                   f" {st['wall_s']:.1f} s, {st['per_min']:.1f}/min, {st['per_min'] / kb['per_min']:.2f}x the "
                   f"KernelBench way ({st['farm_workers']} concurrent builds); median stage seconds "
                   f"{json.dumps(st['stage_median_s'])}", flush=True)  # fmt: skip
+            for o in st["other_slot_counts"]:
+                print(f"   steady state, {o['slots_per_gpu']} candidate workers per GPU: {o['correct']}/{o['n']} "
+                      f"correct, {o['wall_s']:.1f} s, {o['per_min']:.1f}/min, {o['per_min'] / kb['per_min']:.2f}x; "
+                      f"median stage seconds {json.dumps(o['stage_median_s'])}", flush=True)  # fmt: skip
             for o in st["other_farm_sizes"]:
                 print(f"   steady state, {o['farm_workers']} concurrent builds: {o['correct']}/{o['n']} correct, "
                       f"{o['wall_s']:.1f} s, {o['per_min']:.1f}/min, {o['per_min'] / kb['per_min']:.2f}x; build_farm "

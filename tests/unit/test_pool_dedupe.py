@@ -152,3 +152,19 @@ def test_default_slots_per_gpu_follows_cores_and_gpu_memory(monkeypatch, cores, 
     props = types.SimpleNamespace(total_memory=int(mem_gib * 2**30))
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props)
     assert pool.default_slots_per_gpu(gpus) == slots
+
+
+def test_resize_slots_applies_to_new_candidates_and_a_cpu_pool_has_none(task):
+    with make_pool(StubJudge()) as pool:
+        with pytest.raises(RuntimeError, match="no GPU slots"):
+            pool.resize_slots(4)
+        stub = pool.judges[0]
+        pool.slots_per_gpu, stub.gpu_slots = 2, threading.BoundedSemaphore(2)  # as a GPU pool sets them up
+        old = stub.gpu_slots
+        assert old.acquire(blocking=False)  # a candidate holding a slot across the resize
+        pool.resize_slots(3)
+        assert pool.slots_per_gpu == 3 and stub.gpu_slots is not old
+        assert [stub.gpu_slots.acquire(blocking=False) for _ in range(4)] == [True, True, True, False]
+        old.release()  # the running candidate gives its slot back to the semaphore it came from
+        with pytest.raises(ValueError):
+            old.release()

@@ -333,9 +333,10 @@ class Judge:
             except ChannelError as exc:
                 raise fail("rejected", f"the worker's result channel was tampered with: {exc}", "channel") from None
 
-        if self.gpu_slots is not None:
+        slots = self.gpu_slots  # released to the semaphore it came from, even across a resize
+        if slots is not None:
             with _stopwatch(stage_s, "wait_slot"):
-                self.gpu_slots.acquire()
+                slots.acquire()
         try:
             sb.start()
             veil = expect("started", o.build_timeout_s, "start").get("veil")  # sent before candidate code runs
@@ -394,8 +395,8 @@ class Judge:
         finally:
             sb.finish()
             sb.cleanup()
-            if self.gpu_slots is not None:
-                self.gpu_slots.release()
+            if slots is not None:
+                slots.release()
 
     def _compare_trials(self, ref: Reference, outputs: list, replay: list, fail: Callable) -> float:
         """Trials, then replay trials, against the reference; raises `fail(...)`; returns the worst abs error."""

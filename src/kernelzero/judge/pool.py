@@ -138,6 +138,15 @@ class JudgePool:
         self.stats = {"submitted": 0, "judged": 0, "deduped": 0, "cached": 0}
         self._closed = False
 
+    def resize_slots(self, slots_per_gpu: int) -> None:
+        """Change how many candidate workers each GPU holds at once (for comparisons in one pool: bench/); workers
+        already holding a slot finish on their old one. The pool's thread count is not changed."""
+        if self.slots_per_gpu is None:
+            raise RuntimeError("JudgePool.resize_slots: this pool judges on the CPU and has no GPU slots")
+        self.slots_per_gpu = max(1, int(slots_per_gpu))
+        for judge in self.judges:
+            judge.gpu_slots = threading.BoundedSemaphore(self.slots_per_gpu)
+
     # ------------------------------------------------------------------ core API
     def submit(self, task: Task, source: str, backend: str) -> Future:
         """Schedule one request; blocks while `max_pending` requests are outstanding. The future's result is a
