@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from kernelzero.judge.build import BuildFarm, _host_cflags, _split_call, build_pch
+from kernelzero.judge.build import BuildFarm, _fast_calls, _host_cflags, build_pch
 
 # What load_inline writes for a split candidate: its own include, then the moved host code with the candidate's.
 HOST_TU = """#include <torch/extension.h>
@@ -53,27 +53,40 @@ def _call(extra_cflags, extra_cuda_cflags):
     return {"name": "m", "cpp_sources": "torch::Tensor f(torch::Tensor x);", "cuda_sources": cuda,
             "functions": ["f"], "extra_cflags": extra_cflags, "extra_cuda_cflags": extra_cuda_cflags,
             "extra_ldflags": None, "extra_include_paths": None, "no_implicit_headers": False, "sycl_sources": None,
-            "use_pch": False}  # fmt: skip
+            "use_pch": False, "with_pytorch_error_handling": True}  # fmt: skip
 
 
 @pytest.mark.parametrize("cflags, cuda_cflags", [(None, ["-O3"]), (["-O3"], ["-O3"]), (["-O3"], None)])
 def test_split_call_takes_the_o3_header_once(cflags, cuda_cflags):
     """KernelBench candidates often pass -O3 to both compilers: the host TU gets it once and the -O3 header."""
-    fast, how = _split_call(_call(cflags, cuda_cflags), {"pch_dirs": {json.dumps(["-O3"]): "/pch/o3"}})
+    [(fast, how)] = _fast_calls(_call(cflags, cuda_cflags), {"pch_dirs": {json.dumps(["-O3"]): "/pch/o3"}})
     assert fast["extra_cflags"] == ["-O3", "-I/pch/o3"] and how == "split+pch"
+    # with the bridge and a torch/all.h header: bound through the bridge first, the split with pybind11 next
+    job = {"pch_dirs": {'["-O3"]': "/pch/o3"}, "light_pch_dirs": {'["-O3"]': "/pch/all-o3"}, "bridge": "/b/lib.so"}
+    (bound, first), (fast, second) = _fast_calls(_call(cflags, cuda_cflags), job)
+    assert (first, second) == ("split+bind", "split+pch") and fast["extra_cflags"] == ["-O3", "-I/pch/o3"]
+    assert bound["extra_cflags"] == ["-O3", "-I/pch/all-o3"] and bound["extra_ldflags"] == ["/b/lib.so"]
+    assert bound["functions"] is None and bound["cpp_sources"][0].startswith("#include <torch/all.h>")
+    assert 'kz_bridge_module("m", kz_fns, 1, 1)' in bound["cpp_sources"][0]
 
 
 def test_all_headers_are_built_and_announced_once_ready(tmp_path, monkeypatch):
     """Headers are built when the first build starts, all flag sets at once; `pch_ready` is set after every flag set
     has its header (builds wait on it, bounded by pch_wait_s)."""
+    import kernelzero.judge.bind as bind
     import kernelzero.judge.build as build
 
-    def slow(out, flags, with_cuda):
+    def slow(out, flags, with_cuda, light=False):
         time.sleep(0.5)
         (out / "torch").mkdir(parents=True)
-        (out / "torch" / "extension.h.gch").write_text("")
+        (out / "torch" / ("all.h.gch" if light else "extension.h.gch")).write_text("")
+
+    def bridge(out):
+        out.mkdir(parents=True)
+        (out / bind.LIBRARY).write_text("")
 
     monkeypatch.setattr(build, "build_pch", slow)
+    monkeypatch.setattr(bind, "build_bridge", bridge)
     farm = BuildFarm(str(tmp_path), workers=1)
     time.sleep(0.6)
     assert not farm.pch_ready.is_set() and not farm._pch_dirs  # not before a build needs them (Triton-only runs)
@@ -81,3 +94,5 @@ def test_all_headers_are_built_and_announced_once_ready(tmp_path, monkeypatch):
     farm.start_pch()  # once
     assert farm.pch_ready.wait(30)
     assert sorted(json.loads(k) for k in farm._pch_dirs) == sorted(build.PCH_FLAG_SETS)
+    assert sorted(json.loads(k) for k in farm._light_dirs) == sorted(build.PCH_FLAG_SETS)
+    assert farm._bridge.endswith(bind.LIBRARY) and set(farm._light_dirs.values()).isdisjoint(farm._pch_dirs.values())

@@ -19,8 +19,11 @@ each load_inline call has its own key (sources, functions, flags, include paths)
 Meaning is unchanged: sources, flags and `-O` levels are passed as written. What changes: TORCH_CUDA_ARCH_LIST is
 set to the judging GPU's arch (a CPU worker would otherwise build for every arch), the extension name gets a
 content suffix, MAX_JOBS bounds ninja, and where `split.py` applies, torch-facing host code moves from the `.cu` to
-the C++ translation unit, which uses a precompiled torch/extension.h built here for the same flags. Any trick that
-fails to build falls back to the build of the code as written, whose result (and compile error) is the verdict.
+the C++ translation unit, which uses a precompiled torch/extension.h built here for the same flags. Where `bind.py`
+applies, that TU includes torch/all.h only (precompiled too) and its functions are bound through the bridge
+library built here, instead of by pybind11 in the TU. Tricks are tried in that order; one that fails to build
+falls back to the next, and last to the build of the code as written, whose result (and compile error) is the
+verdict.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ if TYPE_CHECKING:
     from kernelzero.judge.sandbox import Sandbox, WarmSandboxes
 
 _BUILD_ERROR = "Error building extension"  # torch's message when ninja fails: the candidate's compile error
-BUILD_MODES = ("split+pch", "split", "plain")  # how the shim built a load_inline call (the farm counts them)
+BUILD_MODES = ("split+bind", "split+pch", "split", "bind", "plain")  # how the shim built a load_inline call
 
 
 def _digest(*parts: Any) -> str:
@@ -88,15 +91,13 @@ def install_load_inline_shim(job: dict) -> dict:
             return original(**a)  # not prebuilt (built inside this worker, as without a farm)
         entry.mkdir(parents=True, exist_ok=True)
         a.update(name=unique, build_directory=str(entry))
-        split = _split_call(a, job) if job.get("split", True) else None
-        if split is not None:
-            fast, how = split
+        for fast, how in _fast_calls(a, job) if job.get("split", True) else ():
             (entry / "split").mkdir(exist_ok=True)
             try:
                 module = original(**dict(fast, build_directory=str(entry / "split")))
                 state["modes"].append(how)
                 return module
-            except Exception:  # the trick did not apply after all: build the code as written
+            except Exception:  # the trick did not apply after all: the next one, then the code as written
                 shutil.rmtree(entry / "split", ignore_errors=True)
                 cpp.JIT_EXTENSION_VERSIONER.entries.pop(unique, None)  # else torch renames the retry `_v1`
         try:
@@ -116,12 +117,56 @@ def _as_list(sources: Any) -> list[str]:
     return [sources] if isinstance(sources, str) else list(sources or [])
 
 
-def _split_call(a: dict, job: dict) -> tuple[dict, str] | None:
-    """(load_inline arguments for the split build (torch-free `.cu`, see split.py), its mode: `split+pch` when the
-    host TU gets a precompiled header, else `split`), or None if the split does not apply."""
+def _fast_calls(a: dict, job: dict) -> list[tuple[dict, str]]:
+    """Faster builds of one load_inline call to try in order, as (arguments, mode): the split with its host TU
+    bound through the bridge (`split+bind`, bind.py), then the split alone (`split+pch` with a precompiled header,
+    else `split`); a C++-only call, bound through the bridge (`bind`). Empty where no trick applies."""
+    if a["no_implicit_headers"] or a["sycl_sources"] or a["use_pch"]:
+        return []
+    if not a["cuda_sources"]:
+        bound = _bind_call(a, job, "\n".join(_as_list(a["cpp_sources"])), list(a["extra_cflags"] or []))
+        return [(bound, "bind")] if bound else []
+    split = _split_call(a, job)
+    if split is None:
+        return []
+    parts, cflags = split
+    fast = dict(a, cpp_sources=parts[0], cuda_sources=parts[1], no_implicit_headers=True)
+    pch = (job.get("pch_dirs") or {}).get(json.dumps(cflags))
+    if pch and a["extra_include_paths"]:
+        pch = None
+    calls = [(dict(fast, extra_cflags=[*cflags, f"-I{pch}"] if pch else cflags), "split+pch" if pch else "split")]
+    host = "\n".join(parts[0]).removeprefix("#include <torch/extension.h>")
+    bound = _bind_call(fast, job, host, cflags)
+    return [(bound, "split+bind"), *calls] if bound else calls
+
+
+def _bind_call(a: dict, job: dict, code: str, cflags: list[str]) -> dict | None:
+    """load_inline arguments building `code` (the TU's code after torch's header) with torch/all.h only and the
+    bridge's binding (bind.py), or None where that does not apply: no bridge or light header for these flags,
+    extra include paths (they could shadow the header), or functions the bridge cannot bind."""
+    from kernelzero.judge.bind import binding
+    from kernelzero.judge.split import _strip_comments
+
+    light, bridge = (job.get("light_pch_dirs") or {}).get(json.dumps(cflags)), job.get("bridge")
+    functions = a["functions"]
+    functions = {functions: functions} if isinstance(functions, str) else functions
+    functions = {f: f for f in functions} if isinstance(functions, list) else functions
+    text = _strip_comments(code)
+    if not (light and bridge and isinstance(functions, dict)) or a["extra_include_paths"] or text is None:
+        return None
+    glue = binding(a["name"], functions, text, bool(a["with_pytorch_error_handling"]))
+    if glue is None:
+        return None
+    return dict(a, cpp_sources=[f"#include <torch/all.h>\n{code}\n{glue}"], functions=None, no_implicit_headers=True,
+                extra_cflags=[*cflags, f"-I{light}"], extra_ldflags=[*(a["extra_ldflags"] or []), bridge])
+
+
+def _split_call(a: dict, job: dict) -> tuple[list[list[str]], list[str]] | None:
+    """(the split's (cpp_sources, cuda_sources) (torch-free `.cu`, see split.py), the host TU's extra flags), or
+    None if the split does not apply."""
     from kernelzero.judge.split import split
 
-    if not a["cuda_sources"] or a["no_implicit_headers"] or a["sycl_sources"] or a["use_pch"]:
+    if not a["cuda_sources"]:
         return None
     parts = split(_as_list(a["cpp_sources"]), _as_list(a["cuda_sources"]))
     if parts is None:
@@ -130,13 +175,7 @@ def _split_call(a: dict, job: dict) -> tuple[dict, str] | None:
     # candidates often pass -O3 in both lists, and ["-O3", "-O3"] would miss the ["-O3"] precompiled header).
     cflags = list(a["extra_cflags"] or [])
     cflags += [f for f in a["extra_cuda_cflags"] or [] if re.fullmatch(r"-O[0-3s]?", f) and f not in cflags]
-    pch = (job.get("pch_dirs") or {}).get(json.dumps(cflags))
-    if pch and a["extra_include_paths"]:
-        pch = None
-    if pch:
-        cflags = [*cflags, f"-I{pch}"]  # holds only torch/extension.h.gch, built for exactly these flags
-    fast = dict(a, cpp_sources=parts[0], cuda_sources=parts[1], no_implicit_headers=True, extra_cflags=cflags)
-    return fast, "split+pch" if pch else "split"
+    return list(parts), cflags
 
 
 # ------------------------------------------------------------------------------------------- in the judge process
@@ -188,22 +227,28 @@ def _host_cflags(extra: list[str], with_cuda: bool) -> list[str]:
     return [f for f in cflags if not f.startswith("-DTORCH_EXTENSION_NAME=")]
 
 
-def build_pch(out: Path, flags: list[str], with_cuda: bool) -> str | None:
+def build_pch(out: Path, flags: list[str], with_cuda: bool, light: bool = False) -> str | None:
     """Build `out/torch/extension.h.gch` for host TUs compiled with torch's flags plus `flags`; None on success, else
     the compiler's error. The header itself is linked beside it: a TU that includes torch/extension.h twice (the
     split puts the candidate's host code, with its own include, after load_inline's) finds the `.gch` first, and
-    for the second include GCC needs the header in the same directory (it is skipped there: `#pragma once`)."""
+    for the second include GCC needs the header in the same directory (it is skipped there: `#pragma once`).
+    light: `out/torch/all.h.gch` instead, for TUs bound through the bridge (bind.py), which start with torch/all.h;
+    there torch/extension.h is a stand-in that includes torch/all.h only."""
     import torch.utils.cpp_extension as cpp
 
-    header = Path(cpp.include_paths()[0]) / "torch" / "extension.h"
+    include = Path(cpp.include_paths()[0])
+    name = "all.h" if light else "extension.h"
+    header = include / "torch" / "csrc" / "api" / "include" / "torch" / name if light else include / "torch" / name
     shutil.rmtree(out, ignore_errors=True)
     (out / "torch").mkdir(parents=True)
-    (out / "torch" / "extension.h").symlink_to(header)
+    (out / "torch" / name).symlink_to(header)
+    if light:
+        (out / "torch" / "extension.h").write_text("#pragma once\n#include <torch/all.h>\n")
     try:
         cflags = _host_cflags(flags, with_cuda)
     except Exception as exc:  # a torch whose ninja writer we do not understand: builds go on without the header
         return f"torch's build flags: {type(exc).__name__}: {exc}"
-    cmd = [cpp.get_cxx_compiler(), "-x", "c++-header", str(header), "-o", str(out / "torch" / "extension.h.gch"),
+    cmd = [cpp.get_cxx_compiler(), "-x", "c++-header", str(header), "-o", str(out / "torch" / f"{name}.gch"),
            *cflags]  # fmt: skip
     res = subprocess.run(cmd, capture_output=True, text=True)
     return None if res.returncode == 0 else res.stderr or f"exit {res.returncode}"
@@ -247,6 +292,7 @@ class BuildFarm:
     timeout_s: float = 600.0
     memory_limit_gb: float = 16.0
     pch: bool = True  # build precompiled torch/extension.h headers (background, once per cache) for builds
+    bind: bool = True  # also torch/all.h headers and the bridge library, for host TUs without pybind11 (bind.py)
     warm: bool = False  # keep `workers` build workers spawned ahead, `import torch` done (~3 s of each build)
     pch_wait_s: float = 240.0  # a build waits this long for headers being precompiled (parsing torch doubles it)
 
@@ -268,6 +314,8 @@ class BuildFarm:
         self.build_modes: Counter[str] = Counter()  # how load_inline calls were built (split+pch, split, plain)
         self.build_steps: list[dict[str, float]] = []  # seconds per step kind of each build (`ninja_steps`)
         self._pch_dirs: dict[str, str] = {}  # json(host cflags) -> dir holding torch/extension.h.gch
+        self._light_dirs: dict[str, str] = {}  # json(host cflags) -> dir holding torch/all.h.gch (bind.py)
+        self._bridge: str | None = None  # the bridge library (bind.py), once built
         self.pch_ready = threading.Event()  # set once every precompiled header is built (or failed)
         self.pch_seconds: float | None = None  # how long that took (0-ish when the cache already had them)
         self._pch_started = False  # headers are built when the first build comes (a Triton-only run builds none)
@@ -355,8 +403,9 @@ class BuildFarm:
         self.start_pch()
         self.pch_ready.wait(self.pch_wait_s)
         with self._lock:
-            pch_dirs = dict(self._pch_dirs)
-        job = {"kind": "build", "device": "cpu", "build_mode": "build", "pch_dirs": pch_dirs}
+            headers = {"pch_dirs": dict(self._pch_dirs), "light_pch_dirs": dict(self._light_dirs),
+                       "bridge": self._bridge}  # fmt: skip
+        job = {"kind": "build", "device": "cpu", "build_mode": "build", **headers}
         sb = self._sandbox(job)
         (sb.scratch / "candidate.py").write_text(source)
         sb.job.update(candidate_path=str(sb.scratch / "candidate.py"), build_dir=str(sb.scratch / "builds"))
@@ -420,8 +469,11 @@ class BuildFarm:
         t0 = time.monotonic()
         try:
             with_cuda = _has_cuda_toolkit()
-            threads = [threading.Thread(target=self._one_pch, args=(flags, with_cuda), daemon=True)
-                       for flags in PCH_FLAG_SETS]  # fmt: skip
+            jobs = [(self._one_pch, (flags, with_cuda, light)) for flags in PCH_FLAG_SETS
+                    for light in ((False, True) if self.bind else (False,))]  # fmt: skip
+            if self.bind:
+                jobs.append((self._one_bridge, ()))
+            threads = [threading.Thread(target=f, args=args, daemon=True) for f, args in jobs]
             for t in threads:
                 t.start()
             for t in threads:
@@ -430,11 +482,12 @@ class BuildFarm:
             self.pch_seconds = round(time.monotonic() - t0, 3)
             self.pch_ready.set()
 
-    def _one_pch(self, flags: list[str], with_cuda: bool) -> None:
-        out = self.root / "pch" / _digest(flags, toolchain(), with_cuda)
-        if not (out / "torch" / "extension.h.gch").is_file():
+    def _one_pch(self, flags: list[str], with_cuda: bool, light: bool = False) -> None:
+        out = self.root / "pch" / _digest(flags, toolchain(), with_cuda, *(["all.h"] if light else []))
+        gch = out / "torch" / ("all.h.gch" if light else "extension.h.gch")
+        if not gch.is_file():
             tmp = out.with_name(f"{out.name}.tmp{os.getpid()}-{threading.get_ident()}")
-            err = build_pch(tmp, flags, with_cuda)
+            err = build_pch(tmp, flags, with_cuda, light)
             if err is not None:
                 print(f"kernelzero: no precompiled header for {flags}: {err[-400:]}", file=sys.stderr)
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -442,7 +495,23 @@ class BuildFarm:
             shutil.rmtree(out, ignore_errors=True)
             os.rename(tmp, out)
         with self._lock:
-            self._pch_dirs[json.dumps(flags)] = str(out)
+            (self._light_dirs if light else self._pch_dirs)[json.dumps(flags)] = str(out)
+
+    def _one_bridge(self) -> None:
+        from kernelzero.judge.bind import BRIDGE_SOURCE, LIBRARY, build_bridge
+
+        out = self.root / "bridge" / _digest(BRIDGE_SOURCE, toolchain())
+        if not (out / LIBRARY).is_file():
+            tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
+            err = build_bridge(tmp)
+            if err is not None:
+                print(f"kernelzero: no binding bridge (builds keep pybind11): {err[-400:]}", file=sys.stderr)
+                shutil.rmtree(tmp, ignore_errors=True)
+                return
+            shutil.rmtree(out, ignore_errors=True)
+            os.rename(tmp, out)
+        with self._lock:
+            self._bridge = str(out / LIBRARY)
 
     def state_dict(self) -> dict:
         """Counters and figures: builds run, how they were made, median seconds per build step kind."""
