@@ -6,6 +6,7 @@ both; and the bound TU must really use the precompiled torch/all.h (else it is n
 """
 
 import json
+import re
 import subprocess
 import threading
 from pathlib import Path
@@ -112,32 +113,11 @@ def test_bound_tu_uses_the_precompiled_torch_all_header(prebuilt, tmp_path):
     assert "pybind11" not in res.stderr  # -H lists every header read: none of pybind11's
 
 
-# A Triton candidate whose scale factor comes from a C++ extension with torch's headers (load_inline's implicit ones).
-CANDIDATE = """
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-from torch.utils.cpp_extension import load_inline
-
-ext = load_inline(name="kz_one", cpp_sources="double one(torch::Tensor x) { return x.numel() > 0 ? 1.0 : 0.0; }",
-                  functions=["one"])
-
-
-@triton.jit
-def relu_scale_kernel(x_ptr, y_ptr, n, scale, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0) * scale, mask=mask)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        relu_scale_kernel[(triton.cdiv(x.numel(), 256),)](x, y, x.numel(), ext.one(x), BLOCK=256)
-        return y
-"""
+# The farm test's Triton candidate, its scale factor from a C++ extension with torch's headers (load_inline's own).
+CANDIDATE = (Path(__file__).parents[1] / "fixtures" / "judge" / "relu_scale_ext.py").read_text()
+EXT = re.search(r"^ext = load_inline\(.*?\)\n", CANDIDATE, re.S | re.M).group(0)
+CANDIDATE = CANDIDATE.replace(EXT, 'ext = load_inline(name="kz_one", cpp_sources="double one() { return 1.0; }", '
+                              'functions=["one"])\n')
 
 
 def test_farm_builds_through_the_bridge_in_its_sandbox_and_the_candidate_worker_loads_it(prebuilt, tmp_path):

@@ -21,31 +21,7 @@ FIX = Path(__file__).parents[1] / "fixtures" / "judge"
 TASK = Task.from_file(FIX / "relu_task.py")
 
 # pybind11 only (no torch headers), so the build takes seconds on a 2-core CPU; the kernel itself is Triton.
-CANDIDATE = """
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-from torch.utils.cpp_extension import load_inline
-
-ext = load_inline(name="kz_scale", cpp_sources="#include <pybind11/pybind11.h>\\ndouble one() { return 1.0; }",
-                  functions=["one"], no_implicit_headers=True, with_pytorch_error_handling=False)
-
-
-@triton.jit
-def relu_scale_kernel(x_ptr, y_ptr, n, scale, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0) * scale, mask=mask)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        relu_scale_kernel[(triton.cdiv(x.numel(), 256),)](x, y, x.numel(), ext.one(), BLOCK=256)
-        return y
-"""
+CANDIDATE = (FIX / "relu_scale_ext.py").read_text()
 
 
 @pytest.fixture(scope="module")

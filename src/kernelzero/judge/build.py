@@ -42,6 +42,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -484,34 +485,35 @@ class BuildFarm:
 
     def _one_pch(self, flags: list[str], with_cuda: bool, light: bool = False) -> None:
         out = self.root / "pch" / _digest(flags, toolchain(), with_cuda, *(["all.h"] if light else []))
-        gch = out / "torch" / ("all.h.gch" if light else "extension.h.gch")
-        if not gch.is_file():
-            tmp = out.with_name(f"{out.name}.tmp{os.getpid()}-{threading.get_ident()}")
-            err = build_pch(tmp, flags, with_cuda, light)
-            if err is not None:
-                print(f"kernelzero: no precompiled header for {flags}: {err[-400:]}", file=sys.stderr)
-                shutil.rmtree(tmp, ignore_errors=True)
-                return
-            shutil.rmtree(out, ignore_errors=True)
-            os.rename(tmp, out)
-        with self._lock:
-            (self._light_dirs if light else self._pch_dirs)[json.dumps(flags)] = str(out)
+        product = "torch/all.h.gch" if light else "torch/extension.h.gch"
+        if self._build_once(out, product, lambda tmp: build_pch(tmp, flags, with_cuda, light),
+                            f"no precompiled header for {flags}"):  # fmt: skip
+            with self._lock:
+                (self._light_dirs if light else self._pch_dirs)[json.dumps(flags)] = str(out)
 
     def _one_bridge(self) -> None:
         from kernelzero.judge.bind import BRIDGE_SOURCE, LIBRARY, build_bridge
 
         out = self.root / "bridge" / _digest(BRIDGE_SOURCE, toolchain())
-        if not (out / LIBRARY).is_file():
-            tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
-            err = build_bridge(tmp)
-            if err is not None:
-                print(f"kernelzero: no binding bridge (builds keep pybind11): {err[-400:]}", file=sys.stderr)
-                shutil.rmtree(tmp, ignore_errors=True)
-                return
-            shutil.rmtree(out, ignore_errors=True)
-            os.rename(tmp, out)
-        with self._lock:
-            self._bridge = str(out / LIBRARY)
+        if self._build_once(out, LIBRARY, build_bridge, "no binding bridge (builds keep pybind11)"):
+            with self._lock:
+                self._bridge = str(out / LIBRARY)
+
+    @staticmethod
+    def _build_once(out: Path, product: str, build: Callable[[Path], str | None], what: str) -> bool:
+        """Build into `out` (here, trusted) unless `out/product` is there: into a sibling, then one rename. False, with
+        the error printed, when the build failed."""
+        if (out / product).is_file():
+            return True
+        tmp = out.with_name(f"{out.name}.tmp{os.getpid()}-{threading.get_ident()}")
+        err = build(tmp)
+        if err is not None:
+            print(f"kernelzero: {what}: {err[-400:]}", file=sys.stderr)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return False
+        shutil.rmtree(out, ignore_errors=True)
+        os.rename(tmp, out)
+        return True
 
     def state_dict(self) -> dict:
         """Counters and figures: builds run, how they were made, median seconds per build step kind."""
