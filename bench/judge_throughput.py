@@ -122,11 +122,13 @@ STEADY_MARK = "\n# steady-state set: a distinct source, so no build, Triton kern
 
 
 def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, workers: int | None,
-         steady: bool = False, farm_sizes: tuple[int, ...] = (), slot_counts: tuple[int, ...] = ()) -> dict:
+         steady: bool = False, farm_sizes: tuple[int, ...] = (), slot_counts: tuple[int, ...] = (),
+         no_bind: bool = False) -> dict:  # fmt: skip
     """Cold: pool start, precompiled headers, references, builds, all timed. Steady (the same pool, then the same
     candidates as new sources): what a long training run sees per batch once references and headers exist.
     `slot_counts`, then `farm_sizes`: one more steady pass each (new sources again), with that many candidate workers
-    per GPU, or that many concurrent builds."""
+    per GPU, or that many concurrent builds. `no_bind`: then one more with builds that keep pybind11 in the host TU
+    (no bridge, judge/bind.py)."""
     from kernelzero.judge import JudgeOptions
     from kernelzero.judge.pool import JudgePool
     from kernelzero.tasks import Task
@@ -162,11 +164,17 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
                 pool.farm.resize(size)
                 other = steady_pass(STEADY_MARK + f"# concurrent builds: {size}\n")
                 warm["other_farm_sizes"].append({"farm_workers": size, **other})
+            warm["no_bind"] = None
+            if no_bind and pool.farm:
+                pool.farm.bind = False
+                warm["no_bind"] = steady_pass(STEADY_MARK + "# built without the bridge\n")
+                warm["no_bind"]["farm"] = pool.farm.state_dict()
         farm = pool.farm.state_dict() if pool.farm else None
         slots = pool.slots_per_gpu
     wall = time.perf_counter() - t0
     if warm is not None:  # the cold figure is the first pass alone
-        wall -= warm["wall_s"] + sum(o["wall_s"] for o in warm["other_slot_counts"] + warm["other_farm_sizes"])
+        others = warm["other_slot_counts"] + warm["other_farm_sizes"] + ([warm["no_bind"]] if warm["no_bind"] else [])
+        wall -= warm["wall_s"] + sum(o["wall_s"] for o in others)
     return {**_summary(items, verdicts, wall), "farm": farm, "reference_s": reference_s, "slots_per_gpu": slots,
             "cold_in_pool_s": cold_in_pool, "steady": warm}  # fmt: skip
 
@@ -210,6 +218,11 @@ def main() -> None:
         default="",
         help="comma-separated candidate workers per GPU: one more steady pass with each (GPU)",
     )
+    ap.add_argument(
+        "--steady-no-bind",
+        action="store_true",
+        help="then one more steady pass with builds that keep pybind11 in the host TU (CUDA; the bridge's A/B)",
+    )
     ap.add_argument("--out", default=None, help="write the figures as JSON here (rewritten after each backend)")
     args = ap.parse_args()
 
@@ -248,7 +261,7 @@ def main() -> None:
         sizes = tuple(int(x) for x in args.steady_farm.split(",") if x.strip())
         counts = tuple(int(x) for x in args.steady_slots.split(",") if x.strip())
         us = ours(items, device, work / backend, args.workers, steady=not args.no_steady, farm_sizes=sizes,
-                  slot_counts=counts)
+                  slot_counts=counts, no_bind=args.steady_no_bind)
         print(f"   {us['correct']}/{us['n']} correct, {us['wall_s']:.1f} s, {us['per_min']:.1f}/min; median stage "
               f"seconds {json.dumps(us['stage_median_s'])}\n   summed over candidates {json.dumps(us['stage_total_s'])}"
               f"\n   reference workers (s): {us['reference_s']}; slots per GPU {us['slots_per_gpu']}; "
@@ -263,6 +276,12 @@ def main() -> None:
                 print(f"   steady state, {o['slots_per_gpu']} candidate workers per GPU: {o['correct']}/{o['n']} "
                       f"correct, {o['wall_s']:.1f} s, {o['per_min']:.1f}/min, {o['per_min'] / kb['per_min']:.2f}x; "
                       f"median stage seconds {json.dumps(o['stage_median_s'])}", flush=True)  # fmt: skip
+            if st["no_bind"]:
+                o = st["no_bind"]
+                print(f"   steady state, built without the bridge: {o['correct']}/{o['n']} correct, "
+                      f"{o['wall_s']:.1f} s, {o['per_min']:.1f}/min, {o['per_min'] / kb['per_min']:.2f}x; build_farm "
+                      f"median {o['stage_median_s'].get('build_farm')} s; farm {json.dumps(o['farm'])}",
+                      flush=True)  # fmt: skip
             for o in st["other_farm_sizes"]:
                 print(f"   steady state, {o['farm_workers']} concurrent builds: {o['correct']}/{o['n']} correct, "
                       f"{o['wall_s']:.1f} s, {o['per_min']:.1f}/min, {o['per_min'] / kb['per_min']:.2f}x; build_farm "

@@ -96,3 +96,22 @@ def test_all_headers_are_built_and_announced_once_ready(tmp_path, monkeypatch):
     assert sorted(json.loads(k) for k in farm._pch_dirs) == sorted(build.PCH_FLAG_SETS)
     assert sorted(json.loads(k) for k in farm._light_dirs) == sorted(build.PCH_FLAG_SETS)
     assert farm._bridge.endswith(bind.LIBRARY) and set(farm._light_dirs.values()).isdisjoint(farm._pch_dirs.values())
+
+
+def test_build_jobs_carry_the_bridge_unless_bind_is_off(tmp_path, monkeypatch):
+    """`bind=False` (the throughput bench's A/B) gives build workers no bridge, so builds keep pybind11."""
+    farm = BuildFarm(str(tmp_path), workers=1, pch=False)
+    farm._light_dirs, farm._bridge = {"[]": "/light"}, "/bridge/libkzbridge.so"
+    jobs = []
+
+    def take(job):
+        jobs.append(job)
+        raise RuntimeError("no worker in this test")
+
+    monkeypatch.setattr(farm, "_sandbox", take)
+    for bind in (True, False):
+        farm.bind = bind
+        with pytest.raises(RuntimeError, match="no worker"):
+            farm._run(f"source {bind}", f"key {bind}")
+    assert [(j["bridge"], j["light_pch_dirs"]) for j in jobs] == [("/bridge/libkzbridge.so", {"[]": "/light"}),
+                                                                  (None, {"[]": "/light"})]  # fmt: skip

@@ -293,7 +293,8 @@ class BuildFarm:
     timeout_s: float = 600.0
     memory_limit_gb: float = 16.0
     pch: bool = True  # build precompiled torch/extension.h headers (background, once per cache) for builds
-    bind: bool = True  # also torch/all.h headers and the bridge library, for host TUs without pybind11 (bind.py)
+    bind: bool = True  # also torch/all.h headers and the bridge library, for host TUs without pybind11 (bind.py);
+    # set False later to build without the bridge again (bench/judge_throughput.py --steady-no-bind)
     warm: bool = False  # keep `workers` build workers spawned ahead, `import torch` done (~3 s of each build)
     pch_wait_s: float = 240.0  # a build waits this long for headers being precompiled (parsing torch doubles it)
 
@@ -405,7 +406,7 @@ class BuildFarm:
         self.pch_ready.wait(self.pch_wait_s)
         with self._lock:
             headers = {"pch_dirs": dict(self._pch_dirs), "light_pch_dirs": dict(self._light_dirs),
-                       "bridge": self._bridge}  # fmt: skip
+                       "bridge": self._bridge if self.bind else None}  # fmt: skip
         job = {"kind": "build", "device": "cpu", "build_mode": "build", **headers}
         sb = self._sandbox(job)
         (sb.scratch / "candidate.py").write_text(source)
