@@ -127,6 +127,7 @@ def test_farm_builds_through_the_bridge_in_its_sandbox_and_the_candidate_worker_
     farm._light_dirs, farm._bridge = dict(prebuilt["light_pch_dirs"]), prebuilt["bridge"]  # as _warm_pch sets them
     built = farm.build(CANDIDATE)
     assert built.status == "built" and built.modes == ["bind"], built.feedback
+    assert farm.state_dict()["bridge"] is True and farm.state_dict()["build_modes"] == {"bind": 1}
     judge = Judge(JudgeOptions(device="cpu"))
     judge.sandbox_env = {"CXX": "/nonexistent/c++"}  # any build in the candidate worker would fail
     judge.farm = farm

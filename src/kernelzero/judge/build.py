@@ -521,7 +521,8 @@ class BuildFarm:
         kinds = sorted({k for steps in self.build_steps for k in steps})
         medians = {k: round(statistics.median(s.get(k, 0.0) for s in self.build_steps), 3) for k in kinds}
         return {"cache_dir": str(self.root), "builds_started": self.builds_started, "pch_seconds": self.pch_seconds,
-                "build_modes": dict(self.build_modes), "build_step_median_s": medians}  # fmt: skip
+                "bridge": bool(self._bridge and self.bind), "build_modes": dict(self.build_modes),
+                "build_step_median_s": medians}  # fmt: skip
 
     def load_state_dict(self, state: dict) -> None:
         self.builds_started = int(state.get("builds_started", 0))
