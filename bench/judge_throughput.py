@@ -154,7 +154,10 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
         if steady:
             warm = steady_pass(STEADY_MARK)
             warm["farm_workers"] = pool.farm.workers if pool.farm else None
-            warm["slots_per_gpu"] = pool.slots_per_gpu
+        # as the cold and first steady passes ran (the passes below change slots, farm size or bridge)
+        farm = pool.farm.state_dict() if pool.farm else None
+        slots = pool.slots_per_gpu
+        if steady:
             warm["other_slot_counts"], warm["other_farm_sizes"] = [], []
             for count in slot_counts if pool.slots_per_gpu else ():
                 pool.resize_slots(count)
@@ -169,8 +172,6 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
                 pool.farm.bind = False
                 warm["no_bind"] = steady_pass(STEADY_MARK + "# built without the bridge\n")
                 warm["no_bind"]["farm"] = pool.farm.state_dict()
-        farm = pool.farm.state_dict() if pool.farm else None
-        slots = pool.slots_per_gpu
     wall = time.perf_counter() - t0
     if warm is not None:  # the cold figure is the first pass alone
         others = warm["other_slot_counts"] + warm["other_farm_sizes"] + ([warm["no_bind"]] if warm["no_bind"] else [])

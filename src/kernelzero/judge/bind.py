@@ -27,6 +27,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelzero.judge.split import _balanced, _split_args
+
 BRIDGE_SOURCE = r"""
 #include <torch/extension.h>
 #include <cstring>
@@ -204,7 +206,7 @@ def signature(text: str, name: str) -> Signature | None:
         head = [w for w in head if w not in _SPECIFIERS]
         if not head or head[0] in ("return", "else", "case") or "=" in "".join(head):
             continue  # a call, not a declaration
-        close = _matching_paren(text, m.end() - 1)
+        close = _balanced(text, m.end() - 1, "(", ")") - 1  # the closing parenthesis
         if close < 0:
             return None
         after = text[close + 1 :].lstrip()
@@ -212,7 +214,7 @@ def signature(text: str, name: str) -> Signature | None:
             continue
         result = _type_code(" ".join(head), result=True)
         inner = text[m.end() : close].strip()
-        params = [] if inner in ("", "void") else _split_params(inner)
+        params = [] if inner in ("", "void") else _split_args(inner)
         codes = tuple(_param_code(p) for p in params)
         if result is None or any(c is None for c in codes):
             return None
@@ -221,28 +223,6 @@ def signature(text: str, name: str) -> Signature | None:
         return None
     result, codes = found.pop()
     return Signature(name, result, codes)
-
-
-def _matching_paren(text: str, start: int) -> int:
-    depth = 0
-    for i in range(start, len(text)):
-        depth += {"(": 1, ")": -1}.get(text[i], 0)
-        if depth == 0:
-            return i
-    return -1
-
-
-def _split_params(inner: str) -> list[str]:
-    parts, depth, cur = [], 0, []
-    for c in inner:
-        depth += {"<": 1, "(": 1, ">": -1, ")": -1}.get(c, 0)
-        if c == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(c)
-    parts.append("".join(cur))
-    return [p.strip() for p in parts]
 
 
 def _c_string(s: str) -> str:
