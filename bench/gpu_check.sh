@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Everything the GPU machine checks in one command: GPU test suite, then benchmarks. Logs go to $OUT.
 # Carry .whl (wheels the image lacks: pydantic for KernelBench; trl, datasets, dill, multiprocess for `train`) and .kb
-# (a KernelBench checkout's src/ and KernelBench/level1,2 for `eval`, never committed).
-# Steps (KZ_STEPS): gpu_tests timing throughput first_call train eval; on 2+ GPUs (issue 11): coder2 multi_gpu.
+# (a KernelBench checkout's src/ and KernelBench/level1,2 for `eval`, never committed) and .audit (the libclang wheel, for
+# `lean_audit` when no table matches the machine's torch headers: it writes one, into the tree and $OUT).
+# Steps (KZ_STEPS): gpu_tests timing lean_audit throughput first_call train eval; on 2+ GPUs (issue 11): coder2
+# multi_gpu.
 set -uo pipefail
 OUT="${OUT:-/tmp/kz-out}"; mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -18,6 +20,10 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
   case $s in
     gpu_tests) KZ_CORPUS_LOG="$OUT/corpus_progress.log" step gpu_tests timeout ${KZ_TESTS_TIMEOUT:-600} python3 -m pytest -m gpu -p no:cacheprovider -v -rfE \
               tests/gpu tests/adversarial/test_corpus.py tests/unit/test_worked_examples.py ${KZ_PYTEST_ARGS:-} ;;
+    lean_audit) step lean_audit bash -c "python3 -c 'import sys; from kernelzero.judge.lean import installed_table; \
+              sys.exit(installed_table() is None)' && echo 'the audited lean table matches these headers' || { \
+              python3 -m pip install -q --no-index --no-deps --target /tmp/lc .audit/*.whl && PYTHONPATH=/tmp/lc:\$PYTHONPATH \
+              python3 bench/lean_audit.py --out src/kernelzero/judge/lean_tables && cp src/kernelzero/judge/lean_tables/*.json $OUT/; }" ;;
     timing) step timing python3 bench/timing_fidelity.py --task tests/fixtures/gpu/relu_big_task.py \
               --solution tests/fixtures/gpu/relu_triton_ok.py --backend triton --repeats 5 \
               --kernelbench .kb --out "$OUT/timing.json" ;;

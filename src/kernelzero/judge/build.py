@@ -52,7 +52,8 @@ if TYPE_CHECKING:
     from kernelzero.judge.sandbox import Sandbox, WarmSandboxes
 
 _BUILD_ERROR = "Error building extension"  # torch's message when ninja fails: the candidate's compile error
-BUILD_MODES = ("split+bind", "split+pch", "split", "bind", "plain")  # how the shim built a load_inline call
+# how the shim built a load_inline call
+BUILD_MODES = ("split+lean", "split+bind", "split+pch", "split", "lean", "bind", "plain")
 
 
 def _digest(*parts: Any) -> str:
@@ -120,13 +121,14 @@ def _as_list(sources: Any) -> list[str]:
 
 def _fast_calls(a: dict, job: dict) -> list[tuple[dict, str]]:
     """Faster builds of one load_inline call to try in order, as (arguments, mode): the split with its host TU
-    bound through the bridge (`split+bind`, bind.py), then the split alone (`split+pch` with a precompiled header,
-    else `split`); a C++-only call, bound through the bridge (`bind`). Empty where no trick applies."""
+    bound through the bridge (`split+bind`, bind.py; `split+lean` with the lean headers, lean.py), then the split
+    alone (`split+pch` with a precompiled header, else `split`); a C++-only call, bound through the bridge (`bind`,
+    `lean`). Empty where no trick applies."""
     if a["no_implicit_headers"] or a["sycl_sources"] or a["use_pch"]:
         return []
     if not a["cuda_sources"]:
         bound = _bind_call(a, job, "\n".join(_as_list(a["cpp_sources"])), list(a["extra_cflags"] or []))
-        return [(bound, "bind")] if bound else []
+        return [(bound, "lean" if job.get("lean_table") else "bind")] if bound else []
     split = _split_call(a, job)
     if split is None:
         return []
@@ -138,17 +140,20 @@ def _fast_calls(a: dict, job: dict) -> list[tuple[dict, str]]:
     calls = [(dict(fast, extra_cflags=[*cflags, f"-I{pch}"] if pch else cflags), "split+pch" if pch else "split")]
     host = "\n".join(parts[0]).removeprefix("#include <torch/extension.h>")
     bound = _bind_call(fast, job, host, cflags)
-    return [(bound, "split+bind"), *calls] if bound else calls
+    return [(bound, "split+lean" if job.get("lean_table") else "split+bind"), *calls] if bound else calls
 
 
 def _bind_call(a: dict, job: dict, code: str, cflags: list[str]) -> dict | None:
-    """load_inline arguments building `code` (the TU's code after torch's header) with torch/all.h only and the
-    bridge's binding (bind.py), or None where that does not apply: no bridge or light header for these flags,
-    extra include paths (they could shadow the header), or functions the bridge cannot bind."""
+    """load_inline arguments building `code` (the TU's code after torch's header) with torch/all.h only, or the
+    lean headers where the farm has them (lean.py), and the bridge's binding (bind.py); or None where that does not
+    apply: no bridge or light header for these flags, extra include paths (they could shadow the header), functions
+    the bridge cannot bind, or code naming something the lean headers leave out."""
     from kernelzero.judge.bind import binding
+    from kernelzero.judge.lean import HEADER, blocked_by
     from kernelzero.judge.split import _strip_comments
 
     light, bridge = (job.get("light_pch_dirs") or {}).get(json.dumps(cflags)), job.get("bridge")
+    table = _lean_table(job["lean_table"]) if job.get("lean_table") else None
     functions = a["functions"]
     functions = {functions: functions} if isinstance(functions, str) else functions
     functions = {f: f for f in functions} if isinstance(functions, list) else functions
@@ -156,10 +161,19 @@ def _bind_call(a: dict, job: dict, code: str, cflags: list[str]) -> dict | None:
     if not (light and bridge and isinstance(functions, dict)) or a["extra_include_paths"] or text is None:
         return None
     glue = binding(a["name"], functions, text, bool(a["with_pytorch_error_handling"]))
-    if glue is None:
-        return None
-    return dict(a, cpp_sources=[f"#include <torch/all.h>\n{code}\n{glue}"], functions=None, no_implicit_headers=True,
+    if glue is None or (table is not None and blocked_by(f"{text}\n{glue}", table) is not None):
+        return None  # (a TU naming what the lean headers leave out: the split with pybind11, not torch/all.h)
+    header = HEADER if table is not None else "torch/all.h"
+    return dict(a, cpp_sources=[f"#include <{header}>\n{code}\n{glue}"], functions=None, no_implicit_headers=True,
                 extra_cflags=[*cflags, f"-I{light}"], extra_ldflags=[*(a["extra_ldflags"] or []), bridge])
+
+
+@functools.cache
+def _lean_table(path: str) -> dict:
+    """The audited table the farm checked against the installed headers (lean.py), as `installed_table` gives it."""
+    table = json.loads(Path(path).read_text())
+    table["blocked"] = frozenset(table["blocked"])
+    return table
 
 
 def _split_call(a: dict, job: dict) -> tuple[list[list[str]], list[str]] | None:
@@ -228,29 +242,39 @@ def _host_cflags(extra: list[str], with_cuda: bool) -> list[str]:
     return [f for f in cflags if not f.startswith("-DTORCH_EXTENSION_NAME=")]
 
 
-def build_pch(out: Path, flags: list[str], with_cuda: bool, light: bool = False) -> str | None:
+def build_pch(
+    out: Path, flags: list[str], with_cuda: bool, light: bool = False, lean: dict | None = None
+) -> str | None:
     """Build `out/torch/extension.h.gch` for host TUs compiled with torch's flags plus `flags`; None on success, else
     the compiler's error. The header itself is linked beside it: a TU that includes torch/extension.h twice (the
     split puts the candidate's host code, with its own include, after load_inline's) finds the `.gch` first, and
     for the second include GCC needs the header in the same directory (it is skipped there: `#pragma once`).
     light: `out/torch/all.h.gch` instead, for TUs bound through the bridge (bind.py), which start with torch/all.h;
-    there torch/extension.h is a stand-in that includes torch/all.h only."""
+    there torch/extension.h is a stand-in that includes torch/all.h only. lean (an audited table, lean.py):
+    `out/kz_lean.h.gch` instead, the lean header set, and the stand-in includes that."""
     import torch.utils.cpp_extension as cpp
+
+    from kernelzero.judge.lean import HEADER, header_text
 
     include = Path(cpp.include_paths()[0])
     name = "all.h" if light else "extension.h"
     header = include / "torch" / "csrc" / "api" / "include" / "torch" / name if light else include / "torch" / name
     shutil.rmtree(out, ignore_errors=True)
     (out / "torch").mkdir(parents=True)
-    (out / "torch" / name).symlink_to(header)
-    if light:
+    if lean is not None:
+        header = out / HEADER
+        header.write_text(header_text(lean))
+        (out / "torch" / "extension.h").write_text(f"#pragma once\n#include <{HEADER}>\n")
+    else:
+        (out / "torch" / name).symlink_to(header)
+    if light and lean is None:
         (out / "torch" / "extension.h").write_text("#pragma once\n#include <torch/all.h>\n")
     try:
         cflags = _host_cflags(flags, with_cuda)
     except Exception as exc:  # a torch whose ninja writer we do not understand: builds go on without the header
         return f"torch's build flags: {type(exc).__name__}: {exc}"
-    cmd = [cpp.get_cxx_compiler(), "-x", "c++-header", str(header), "-o", str(out / "torch" / f"{name}.gch"),
-           *cflags]  # fmt: skip
+    gch = out / f"{HEADER}.gch" if lean is not None else out / "torch" / f"{name}.gch"
+    cmd = [cpp.get_cxx_compiler(), "-x", "c++-header", str(header), "-o", str(gch), *cflags]
     res = subprocess.run(cmd, capture_output=True, text=True)
     return None if res.returncode == 0 else res.stderr or f"exit {res.returncode}"
 
@@ -295,6 +319,7 @@ class BuildFarm:
     pch: bool = True  # build precompiled torch/extension.h headers (background, once per cache) for builds
     bind: bool = True  # also torch/all.h headers and the bridge library, for host TUs without pybind11 (bind.py);
     # set False later to build without the bridge again (bench/judge_throughput.py --steady-no-bind)
+    lean: bool = True  # those headers: the lean set, not torch/all.h, where the installed torch is audited (lean.py)
     warm: bool = False  # keep `workers` build workers spawned ahead, `import torch` done (~3 s of each build)
     pch_wait_s: float = 240.0  # a build waits this long for headers being precompiled (parsing torch doubles it)
 
@@ -318,6 +343,7 @@ class BuildFarm:
         self._pch_dirs: dict[str, str] = {}  # json(host cflags) -> dir holding torch/extension.h.gch
         self._light_dirs: dict[str, str] = {}  # json(host cflags) -> dir holding torch/all.h.gch (bind.py)
         self._bridge: str | None = None  # the bridge library (bind.py), once built
+        self._lean_table: str | None = None  # the audited table (lean.py) the light headers were built from
         self.pch_ready = threading.Event()  # set once every precompiled header is built (or failed)
         self.pch_seconds: float | None = None  # how long that took (0-ish when the cache already had them)
         self._pch_started = False  # headers are built when the first build comes (a Triton-only run builds none)
@@ -406,7 +432,7 @@ class BuildFarm:
         self.pch_ready.wait(self.pch_wait_s)
         with self._lock:
             headers = {"pch_dirs": dict(self._pch_dirs), "light_pch_dirs": dict(self._light_dirs),
-                       "bridge": self._bridge if self.bind else None}  # fmt: skip
+                       "bridge": self._bridge if self.bind else None, "lean_table": self._lean_table}  # fmt: skip
         job = {"kind": "build", "device": "cpu", "build_mode": "build", **headers}
         sb = self._sandbox(job)
         (sb.scratch / "candidate.py").write_text(source)
@@ -468,9 +494,13 @@ class BuildFarm:
         """Precompiled torch/extension.h for the host TU of split builds, one per common flag set, built here
         (trusted) into the cache, all at once. Not torch's own `use_pch`: that one lives in site-packages, and every
         plain load_inline deletes it (in a read-only sandbox that deletion fails the candidate's build)."""
+        from kernelzero.judge.lean import TABLES, installed_table, table_name
+
         t0 = time.monotonic()
         try:
             with_cuda = _has_cuda_toolkit()
+            if self.bind and self.lean and installed_table() is not None:
+                self._lean_table = str(TABLES / table_name(installed_table()["torch"]))
             jobs = [(self._one_pch, (flags, with_cuda, light)) for flags in PCH_FLAG_SETS
                     for light in ((False, True) if self.bind else (False,))]  # fmt: skip
             if self.bind:
@@ -485,9 +515,13 @@ class BuildFarm:
             self.pch_ready.set()
 
     def _one_pch(self, flags: list[str], with_cuda: bool, light: bool = False) -> None:
-        out = self.root / "pch" / _digest(flags, toolchain(), with_cuda, *(["all.h"] if light else []))
-        product = "torch/all.h.gch" if light else "torch/extension.h.gch"
-        if self._build_once(out, product, lambda tmp: build_pch(tmp, flags, with_cuda, light),
+        from kernelzero.judge.lean import HEADER, installed_table
+
+        lean = installed_table() if light and self._lean_table else None
+        kind = ["lean", lean["fingerprint"], lean["includes"]] if lean else ["all.h"] if light else []
+        out = self.root / "pch" / _digest(flags, toolchain(), with_cuda, *kind)
+        product = f"{HEADER}.gch" if lean else "torch/all.h.gch" if light else "torch/extension.h.gch"
+        if self._build_once(out, product, lambda tmp: build_pch(tmp, flags, with_cuda, light, lean),
                             f"no precompiled header for {flags}"):  # fmt: skip
             with self._lock:
                 (self._light_dirs if light else self._pch_dirs)[json.dumps(flags)] = str(out)
@@ -522,6 +556,7 @@ class BuildFarm:
         medians = {k: round(statistics.median(s.get(k, 0.0) for s in self.build_steps), 3) for k in kinds}
         return {"cache_dir": str(self.root), "builds_started": self.builds_started, "pch_seconds": self.pch_seconds,
                 "bridge": bool(self._bridge and self.bind), "build_modes": dict(self.build_modes),
+                "lean": bool(self._bridge and self.bind and self._lean_table),
                 "build_step_median_s": medians}  # fmt: skip
 
     def load_state_dict(self, state: dict) -> None:

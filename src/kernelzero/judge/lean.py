@@ -1,0 +1,78 @@
+"""The lean host build: a bound candidate's C++ TU against fewer of torch's headers (issue 5).
+
+A host TU bound through the bridge (bind.py) includes torch/all.h. GCC instantiates the pending templates of every
+header in every TU, precompiled or not, and most of all.h's are torch's C++ frontend (nn, optim, data, jit,
+serialize), which a kernel's host code does not use: dev box, -O3, precompiled, the relu candidate's TU takes
+10.7-12.0 s with all.h and 3.7 s without those five. Here the TU includes the rest: all.h's other headers, the
+standard headers torch/extension.h reaches, and Python.h (`kz_lean.h`, precompiled like the others).
+
+The same source must mean the same program. Headers left out can change a program that still compiles only
+through names: a lookup that would have found a declaration they hold (an overload, a specialization, a macro).
+`bench/lean_audit.py` lists those declarations with libclang, for one set of torch headers, into a table shipped
+here (`lean_tables/`); `blocked_by` refuses a TU naming any of them, and the lean build is used only where the
+installed headers match the audited ones byte for byte (`fingerprint`). A TU that uses anything left out fails to
+compile or to import, and the build falls back to torch/all.h, then to the code as written.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from pathlib import Path
+
+LEFT_OUT = ("torch/data.h", "torch/jit.h", "torch/nn.h", "torch/optim.h", "torch/serialize.h")
+TOP_NAMESPACES = ("", "std", "at", "c10", "torch")  # where host code's names and torch's argument types live
+HEADER = "kz_lean.h"
+TABLES = Path(__file__).with_name("lean_tables")
+
+
+def table_name(torch_version: str) -> str:
+    return f"torch-{torch_version}.json"
+
+
+def fingerprint(include: Path) -> str:
+    """sha256 over every header under torch's include dir (paths and contents)."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in include.rglob("*") if p.is_file()):
+        h.update(path.relative_to(include).as_posix().encode() + b"\0")
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+@functools.cache
+def installed_table() -> dict | None:
+    """The audited table for the installed torch when its headers are the audited ones, else None."""
+    import torch
+
+    path = TABLES / table_name(torch.__version__.split("+")[0])
+    try:
+        table = json.loads(path.read_text())
+        include = Path(torch.__file__).parent / "include"
+        if fingerprint(include) != table["fingerprint"]:
+            return None
+    except (OSError, ValueError, KeyError):
+        return None
+    table["blocked"] = frozenset(table["blocked"])
+    return table
+
+
+def header_text(table: dict) -> str:
+    return "#pragma once\n" + "".join(f"#include <{h}>\n" for h in table["includes"])
+
+
+def blocked_by(text: str, table: dict) -> str | None:
+    """The first name in `text` (a TU's code, comments stripped) that could reach a declaration of the left-out
+    headers, or None: a `blocked` name anywhere; a `scoped` one (torch::jit::Foo) where a component of its namespace
+    is named too; an `adl` one (a function in a namespace lean types live in) likewise, or called unqualified."""
+    names = set(re.findall(r"[A-Za-z_]\w*", text))
+    unqualified = set(re.findall(r"(?<![\w:.>])\s*([A-Za-z_]\w*)", text))  # not after ::, . or ->
+    hit = sorted(names & table["blocked"])
+    for kind in ("scoped", "adl"):
+        for name in sorted(names & table[kind].keys()):
+            if any(not comps or any(c in names for c in comps) for comps in table[kind][name]):
+                hit.append(name)
+            elif kind == "adl" and name in unqualified:
+                hit.append(name)
+    return min(hit) if hit else None
