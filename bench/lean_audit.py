@@ -9,10 +9,12 @@ does not), and sorts the names into what the judge's guard needs:
 - `blocked`: a host TU naming one of these is not built lean. Functions and function templates at namespace scope
   in any namespace the lean set already has (ADL can reach those from any argument type), every declaration in the
   namespaces candidates' code and torch's argument types live in (global, std, at, c10, torch, and any namespace a
-  using-directive or alias makes reachable), namespaces new to a namespace the lean set has, and macros the left-out
-  headers define or change.
-- `scoped`: other declarations in deeper namespaces (torch::jit::Foo): blocked only when the code also names one
-  of that namespace's own components (jit), which reaching them by name requires.
+  using-directive or alias makes reachable), and macros the left-out headers define or change.
+- `scoped`: other declarations (namespaces new to the lean set among them) in deeper namespaces (torch::jit::Foo):
+  blocked only when the code also names one of that namespace's own components (jit), which reaching them by name
+  requires.
+- `adl`: functions in deeper namespaces the lean set declares types in: as `scoped`, and also where the code calls
+  the name unqualified (argument-dependent lookup can find them from a lean type).
 - Redeclarations of entities the lean set declares (a forward declaration, a using-declaration of a lean entity,
   an out-of-line member definition) are left out of both: they add no new entity. A missing inline definition fails
   the build or the import (undefined symbol), and the build falls back.
@@ -152,7 +154,7 @@ def main() -> None:
                     lean_namespaces.add("::".join(sub))
                 elif not in_lean(c) and "::".join(sub) not in lean_namespaces | {"::".join(path)}:
                     if "::".join(path) in lean_namespaces | {""}:
-                        blocked.add(c.spelling)  # a namespace new to one the lean set has
+                        decls.append((path, c))  # a namespace new to one the lean set has: its name, like a type's
                 walk(c, sub, collect)
             elif kind in ("USING_DIRECTIVE", "NAMESPACE_ALIAS") and (kind == "USING_DIRECTIVE" or not collect):
                 refs = [x for x in c.get_children() if x.kind.name == "NAMESPACE_REF"]
