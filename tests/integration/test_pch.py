@@ -118,6 +118,10 @@ def test_all_headers_are_built_and_announced_once_ready(tmp_path, monkeypatch):
     assert farm.state_dict()["lean"] is lean and (farm._lean_table is not None) is lean
     header = "kz_lean.h.gch" if lean else "torch/all.h.gch"
     assert all((Path(d) / header).is_file() for d in farm._light_dirs.values())
+    plain = BuildFarm(str(tmp_path / "all"), workers=1, lean=False)  # the switch: torch/all.h whatever the table
+    plain.start_pch()
+    assert plain.pch_ready.wait(30) and plain._lean_table is None and plain.state_dict()["lean"] is False
+    assert all((Path(d) / "torch/all.h.gch").is_file() for d in plain._light_dirs.values())
 
 
 def test_build_jobs_carry_the_bridge_unless_bind_is_off(tmp_path, monkeypatch):

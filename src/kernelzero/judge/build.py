@@ -149,11 +149,11 @@ def _bind_call(a: dict, job: dict, code: str, cflags: list[str]) -> dict | None:
     apply: no bridge or light header for these flags, extra include paths (they could shadow the header), functions
     the bridge cannot bind, or code naming something the lean headers leave out."""
     from kernelzero.judge.bind import binding
-    from kernelzero.judge.lean import HEADER, blocked_by
+    from kernelzero.judge.lean import HEADER, blocked_by, load_table
     from kernelzero.judge.split import _strip_comments
 
     light, bridge = (job.get("light_pch_dirs") or {}).get(json.dumps(cflags)), job.get("bridge")
-    table = _lean_table(job["lean_table"]) if job.get("lean_table") else None
+    table = load_table(job["lean_table"]) if job.get("lean_table") else None  # checked by the farm
     functions = a["functions"]
     functions = {functions: functions} if isinstance(functions, str) else functions
     functions = {f: f for f in functions} if isinstance(functions, list) else functions
@@ -166,14 +166,6 @@ def _bind_call(a: dict, job: dict, code: str, cflags: list[str]) -> dict | None:
     header = HEADER if table is not None else "torch/all.h"
     return dict(a, cpp_sources=[f"#include <{header}>\n{code}\n{glue}"], functions=None, no_implicit_headers=True,
                 extra_cflags=[*cflags, f"-I{light}"], extra_ldflags=[*(a["extra_ldflags"] or []), bridge])
-
-
-@functools.cache
-def _lean_table(path: str) -> dict:
-    """The audited table the farm checked against the installed headers (lean.py), as `installed_table` gives it."""
-    table = json.loads(Path(path).read_text())
-    table["blocked"] = frozenset(table["blocked"])
-    return table
 
 
 def _split_call(a: dict, job: dict) -> tuple[list[list[str]], list[str]] | None:
@@ -262,18 +254,17 @@ def build_pch(
     shutil.rmtree(out, ignore_errors=True)
     (out / "torch").mkdir(parents=True)
     if lean is not None:
-        header = out / HEADER
+        header, stand_in, gch = out / HEADER, HEADER, out / f"{HEADER}.gch"
         header.write_text(header_text(lean))
-        (out / "torch" / "extension.h").write_text(f"#pragma once\n#include <{HEADER}>\n")
     else:
+        stand_in, gch = "torch/all.h" if light else None, out / "torch" / f"{name}.gch"
         (out / "torch" / name).symlink_to(header)
-    if light and lean is None:
-        (out / "torch" / "extension.h").write_text("#pragma once\n#include <torch/all.h>\n")
+    if stand_in:
+        (out / "torch" / "extension.h").write_text(f"#pragma once\n#include <{stand_in}>\n")
     try:
         cflags = _host_cflags(flags, with_cuda)
     except Exception as exc:  # a torch whose ninja writer we do not understand: builds go on without the header
         return f"torch's build flags: {type(exc).__name__}: {exc}"
-    gch = out / f"{HEADER}.gch" if lean is not None else out / "torch" / f"{name}.gch"
     cmd = [cpp.get_cxx_compiler(), "-x", "c++-header", str(header), "-o", str(gch), *cflags]
     res = subprocess.run(cmd, capture_output=True, text=True)
     return None if res.returncode == 0 else res.stderr or f"exit {res.returncode}"

@@ -42,19 +42,24 @@ def fingerprint(include: Path) -> str:
 
 
 @functools.cache
+def load_table(path: str) -> dict:
+    """A table as `blocked_by` takes it."""
+    table = json.loads(Path(path).read_text())
+    table["blocked"] = frozenset(table["blocked"])
+    return table
+
+
+@functools.cache
 def installed_table() -> dict | None:
     """The audited table for the installed torch when its headers are the audited ones, else None."""
     import torch
 
-    path = TABLES / table_name(torch.__version__.split("+")[0])
     try:
-        table = json.loads(path.read_text())
-        include = Path(torch.__file__).parent / "include"
-        if fingerprint(include) != table["fingerprint"]:
+        table = load_table(str(TABLES / table_name(torch.__version__.split("+")[0])))
+        if fingerprint(Path(torch.__file__).parent / "include") != table["fingerprint"]:
             return None
     except (OSError, ValueError, KeyError):
         return None
-    table["blocked"] = frozenset(table["blocked"])
     return table
 
 
