@@ -21,9 +21,10 @@ set to the judging GPU's arch (a CPU worker would otherwise build for every arch
 content suffix, MAX_JOBS bounds ninja, and where `split.py` applies, torch-facing host code moves from the `.cu` to
 the C++ translation unit, which uses a precompiled torch/extension.h built here for the same flags. Where `bind.py`
 applies, that TU includes torch/all.h only (precompiled too) and its functions are bound through the bridge
-library built here, instead of by pybind11 in the TU. Tricks are tried in that order; one that fails to build
-falls back to the next, and last to the build of the code as written, whose result (and compile error) is the
-verdict.
+library built here, instead of by pybind11 in the TU; where the installed torch's headers have an audited table
+(`lean.py`), it includes the lean header set instead, unless its code names something that set leaves out.
+Tricks are tried in that order; one that fails to build falls back to the next, and last to the build of the code
+as written, whose result (and compile error) is the verdict.
 """
 
 from __future__ import annotations
