@@ -123,12 +123,12 @@ STEADY_MARK = "\n# steady-state set: a distinct source, so no build, Triton kern
 
 def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, workers: int | None,
          steady: bool = False, farm_sizes: tuple[int, ...] = (), slot_counts: tuple[int, ...] = (),
-         no_bind: bool = False) -> dict:  # fmt: skip
+         no_bind: bool = False, lean: bool = True) -> dict:  # fmt: skip
     """Cold: pool start, precompiled headers, references, builds, all timed. Steady (the same pool, then the same
     candidates as new sources): what a long training run sees per batch once references and headers exist.
     `slot_counts`, then `farm_sizes`: one more steady pass each (new sources again), with that many candidate workers
     per GPU, or that many concurrent builds. `no_bind`: then one more with builds that keep pybind11 in the host TU
-    (no bridge, judge/bind.py)."""
+    (no bridge, judge/bind.py). `lean=False`: bound host TUs include torch/all.h, not the lean set (judge/lean.py)."""
     from kernelzero.judge import JudgeOptions
     from kernelzero.judge.pool import JudgePool
     from kernelzero.tasks import Task
@@ -140,7 +140,9 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
         p.write_text(task_src)
         tasks.setdefault(task_src, Task.from_file(p))
     opts = JudgeOptions(device=device, compile_baseline=False)
-    with JudgePool(opts, workers, cache_dir=str(work / "build-cache")) as pool:
+    with JudgePool(opts, workers, cache_dir=str(work / ("build-cache" if lean else "build-cache-all.h"))) as pool:
+        if pool.farm:
+            pool.farm.lean = lean  # read when the headers are built, at the first build
         verdicts = pool.judge_many([(tasks[t], c, b) for _, t, c, b in items])
         reference_s = sorted(r.seconds for j in pool.judges for r in j._refs.values())
         cold_in_pool = time.perf_counter() - t0
@@ -224,6 +226,12 @@ def main() -> None:
         action="store_true",
         help="then one more steady pass with builds that keep pybind11 in the host TU (CUDA; the bridge's A/B)",
     )
+    ap.add_argument(
+        "--also-all-h",
+        action="store_true",
+        help="then judge again in a second pool (own cache, cold and steady) whose bound host TUs include torch/all.h "
+        "instead of the lean headers (CUDA; the lean build's A/B within one lease)",
+    )
     ap.add_argument("--out", default=None, help="write the figures as JSON here (rewritten after each backend)")
     args = ap.parse_args()
 
@@ -287,7 +295,15 @@ def main() -> None:
                 print(f"   steady state, {o['farm_workers']} concurrent builds: {o['correct']}/{o['n']} correct, "
                       f"{o['wall_s']:.1f} s, {o['per_min']:.1f}/min, {o['per_min'] / kb['per_min']:.2f}x; build_farm "
                       f"median {o['stage_median_s'].get('build_farm')} s", flush=True)  # fmt: skip
-        results[backend] = {"kernelbench_way": kb, "kernelbench_warm": warm, "ours": us,
+        all_h = None
+        if args.also_all_h and backend == "cuda":
+            all_h = ours(items, device, work / backend, args.workers, steady=not args.no_steady, lean=False)
+            st = all_h["steady"]
+            print(f"   second pool, torch/all.h instead of the lean headers: {all_h['correct']}/{all_h['n']} correct, "
+                  f"cold {all_h['wall_s']:.1f} s ({all_h['per_min'] / kb['per_min']:.2f}x)"
+                  + (f", steady {st['wall_s']:.1f} s ({st['per_min'] / kb['per_min']:.2f}x)" if st else "")
+                  + f"; farm {json.dumps(all_h['farm'])}", flush=True)  # fmt: skip
+        results[backend] = {"kernelbench_way": kb, "kernelbench_warm": warm, "ours": us, "ours_all_h": all_h,
                             "ratio": us["per_min"] / kb["per_min"],
                             "ratio_warm": us["per_min"] / warm["per_min"] if warm else None,
                             "ratio_steady": us["steady"] and us["steady"]["per_min"] / kb["per_min"]}  # fmt: skip
