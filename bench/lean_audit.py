@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -68,10 +67,12 @@ def main() -> None:
     ap.add_argument("--torch-include", default=None, help="torch's include dir (default: the installed torch's)")
     ap.add_argument("--torch-version", default=None, help="the version those headers belong to (default: installed)")
     ap.add_argument("--python-include", default=None, help="Python.h's dir (default: this Python's)")
-    ap.add_argument("--std", default=None, help="-std= value (default: what torch's own ninja file uses)")
+    ap.add_argument("--std", default=None, help="-std= value (default: c++20 from torch 2.12 on, else c++17, as their "
+                    "ninja files use)")  # fmt: skip
     ap.add_argument("--cxx", default="g++", help="compiler whose standard library headers and macros to use")
     ap.add_argument("--extra-include", action="append", default=[], help="another -isystem dir (stub headers)")
     ap.add_argument("--out", required=True, help="directory to write the table into")
+    ap.add_argument("--why", default="", help="comma-separated names: print the declarations that list them")
     args = ap.parse_args()
 
     import sysconfig
@@ -197,7 +198,7 @@ def main() -> None:
         if ns not in lean_namespaces | top:
             continue  # in a namespace the lean set lacks: reached only through its name, blocked above
         for n in names:
-            if n in os.environ.get("KZ_AUDIT_WHY", "").split(","):
+            if n in args.why.split(","):
                 print(f"why {n}: {kind} in {ns} ({c.location.file}:{c.location.line})", file=sys.stderr)
             comps = tuple(p for p in path if p not in {"", *TOP_NAMESPACES})
             if ns in top:

@@ -491,8 +491,9 @@ class BuildFarm:
         t0 = time.monotonic()
         try:
             with_cuda = _has_cuda_toolkit()
-            if self.bind and self.lean and installed_table() is not None:
-                self._lean_table = str(TABLES / table_name(installed_table()["torch"]))
+            table = installed_table() if self.bind and self.lean else None
+            if table is not None:
+                self._lean_table = str(TABLES / table_name(table["torch"]))
             jobs = [(self._one_pch, (flags, with_cuda, light)) for flags in PCH_FLAG_SETS
                     for light in ((False, True) if self.bind else (False,))]  # fmt: skip
             if self.bind:
