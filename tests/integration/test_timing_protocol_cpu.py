@@ -5,6 +5,8 @@ parent checks them (guard `replay`) before it attaches runtimes. CPU figures say
 asserted is the protocol and the guard.
 """
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -70,8 +72,40 @@ def test_honest_kernel_is_timed_through_the_whole_protocol(judge, task):
     assert v.speedup_eager == pytest.approx(v.ref_runtime.median_ms / v.runtime.median_ms)
     assert v.compile_runtime is None  # baseline off
     # where the time went (bench/judge_throughput.py prints these): lock waits and the worker's own split of stages
-    assert {"wait_trials", "wait_timing", "run.first_call", "run.trials", "run.save", "time.timing"} <= set(v.stage_s)
+    assert {"wait_trials", "wait_timing", "run.first_call", "run.trials", "run.save", "time.timing", "timed_save",
+            "timed_save.save", "wait_timed_check", "timed_check"} <= set(v.stage_s)
     assert 0 < v.stage_s["run.first_call"] <= v.stage_s["run.trials"] <= v.stage_s["run"]
+
+
+class _LockSpy:
+    """The judge's timing lock, noting at each release how many bytes the newest worker's `timed` memfd holds."""
+
+    def __init__(self, boxes: list):
+        self.boxes, self.lock, self.timed_bytes_at_release = boxes, threading.Lock(), []
+
+    def __enter__(self):
+        self.lock.acquire()
+
+    def __exit__(self, *exc):
+        self.timed_bytes_at_release.append(os.fstat(self.boxes[-1]._outputs["timed"]).st_size)
+        self.lock.release()
+
+    def locked(self) -> bool:
+        return self.lock.locked()
+
+
+def test_timed_outputs_leave_the_worker_and_are_checked_after_the_timing_lock_is_let_go(judge, task, monkeypatch):
+    """Issue 5: the copy of the timed outputs off the device, their save and their check are shared GPU work; the
+    timing lock (the GPU for one module alone) is held for the timed calls only."""
+    boxes, held, sandbox, check = [], [], Judge._sandbox, Judge._check_timed_outputs
+    monkeypatch.setattr(Judge, "_sandbox", lambda self, job: boxes.append(sandbox(self, job)) or boxes[-1])
+    monkeypatch.setattr(Judge, "_check_timed_outputs", lambda self, sb, ref: held.append(self.timing_lock.locked())
+                        or check(self, sb, ref))  # fmt: skip
+    monkeypatch.setattr(judge, "timing_lock", _LockSpy(boxes))
+    v = judge.judge(task, (FIX / "relu_triton_ok.py").read_text(), "triton")
+    assert v.status == "ok" and v.timed, v.feedback
+    assert judge.timing_lock.timed_bytes_at_release[-1] == 0  # the candidate's release: nothing saved yet
+    assert held == [False] and v.stage_s["timed_save.save"] > 0
 
 
 def test_module_honest_only_until_timed_is_rejected(judge, task):

@@ -381,8 +381,12 @@ class Judge:
                 with _waited(stage_s, "wait_timing", self.timing_lock):
                     sb.send({"cmd": "time", "timing_seeds": ref.timing_seeds})
                     msg = expect("timing", o.run_timeout_s, "time")
-                with self._trials_guard():
-                    bad = self._check_timed_outputs(sb, ref)
+                # the timed outputs' copy off the GPU and their check: shared GPU work, so outside the timing lock
+                with _waited(stage_s, "wait_timed_check", self._trials_guard()):
+                    sb.send({"cmd": "save_timed"})
+                    expect("timed_saved", o.run_timeout_s, "timed_save")
+                    with _stopwatch(stage_s, "timed_check"):
+                        bad = self._check_timed_outputs(sb, ref)
                 if bad is not None:  # honest only while not timed
                     raise fail("rejected", bad[1], bad[0])
                 written = min(_nbytes(ref.outputs[0]), msg.get("storage_bytes", 0))

@@ -54,8 +54,9 @@ class Verdict:
     env: dict[str, Any] = field(default_factory=dict)  # environment fingerprint, see `fingerprint`
     stage_s: dict[str, float] = field(default_factory=dict)
     """Wall seconds per stage, for throughput work (never a reward): `build_farm`, `start`, `build`, `run`, `load`,
-    `compare`, `time`; `wait_slot`, `wait_trials`, `wait_compare`, `wait_timing` (queued for a GPU slot or lock);
-    `run.*` and `time.*` the worker's own split (`run.first_call` holds Triton's JIT compile)."""
+    `compare`, `time`, `timed_save`, `timed_check`; `wait_slot`, `wait_trials`, `wait_compare`, `wait_timing`,
+    `wait_timed_check` (queued for a GPU slot or lock); `run.*`, `time.*` and `timed_save.*` the worker's own split
+    (`run.first_call` holds Triton's JIT compile)."""
     task: str = ""
     candidate_hash: str = ""
 
