@@ -149,8 +149,8 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
 
         def steady_pass(mark: str) -> dict:  # the same candidates as new sources: nothing built or judged is reused
             t1 = time.perf_counter()
-            again = pool.judge_many([(tasks[t], c + mark, b) for _, t, c, b in items])
-            return _summary(items, again, time.perf_counter() - t1)
+            again, done_s = _judged(pool, [(tasks[t], c + mark, b) for _, t, c, b in items])
+            return {**_summary(items, again, time.perf_counter() - t1), "done_s": done_s}
 
         warm = None
         if steady:
@@ -180,6 +180,17 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
         wall -= warm["wall_s"] + sum(o["wall_s"] for o in others)
     return {**_summary(items, verdicts, wall), "farm": farm, "reference_s": reference_s, "slots_per_gpu": slots,
             "cold_in_pool_s": cold_in_pool, "steady": warm}  # fmt: skip
+
+
+def _judged(pool, requests: list) -> tuple[list, list[float]]:
+    """The verdicts, in order, and when each arrived (seconds after the pass began, sorted): with the builds'
+    seconds (all start at once), where the pass's wall goes after the last build."""
+    from concurrent.futures import as_completed
+
+    t0 = time.perf_counter()
+    futures = [pool.submit(*r) for r in requests]
+    done_s = [round(time.perf_counter() - t0, 2) for _ in as_completed(futures)]
+    return [f.result() for f in futures], done_s
 
 
 def _summary(items: list, verdicts: list, wall: float) -> dict:
@@ -280,7 +291,8 @@ def main() -> None:
             print(f"   steady state (same pool; the same candidates as new sources): {st['correct']}/{st['n']} correct,"
                   f" {st['wall_s']:.1f} s, {st['per_min']:.1f}/min, {st['per_min'] / kb['per_min']:.2f}x the "
                   f"KernelBench way ({st['farm_workers']} concurrent builds); median stage seconds "
-                  f"{json.dumps(st['stage_median_s'])}", flush=True)  # fmt: skip
+                  f"{json.dumps(st['stage_median_s'])}\n   verdicts arrived at (s) {st['done_s']}; builds took (s) "
+                  f"{sorted(st['build_farm_s'])}", flush=True)  # fmt: skip
             for o in st["other_slot_counts"]:
                 print(f"   steady state, {o['slots_per_gpu']} candidate workers per GPU: {o['correct']}/{o['n']} "
                       f"correct, {o['wall_s']:.1f} s, {o['per_min']:.1f}/min, {o['per_min'] / kb['per_min']:.2f}x; "
