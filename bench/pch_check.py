@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shlex
 import shutil
 import statistics
@@ -24,6 +25,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+# Run by the farm as a build job (the word load_inline makes it one): the host compile, in the farm's sandbox.
+SANDBOXED = """# load_inline
+import resource, subprocess, time
+t0 = time.perf_counter()
+r = subprocess.run({cmd!r}, capture_output=True, text=True)
+lines = r.stderr.splitlines()
+raise RuntimeError("KZPCH %.2f s, rc %d, .gch lines %s, %d headers read, RLIMIT_AS %s" % (time.perf_counter() - t0,
+    r.returncode, [x for x in lines if x.endswith(".gch")], sum(x.startswith(".") for x in lines),
+    resource.getrlimit(resource.RLIMIT_AS)))
+"""
 
 
 def host_command(build_dir: Path) -> tuple[list[str], Path]:
@@ -38,20 +51,25 @@ def host_command(build_dir: Path) -> tuple[list[str], Path]:
     return [*cflags, *(shlex.split(post.group(1)) if post else [])], ninja.parent / Path(source).name
 
 
-def compile_once(cxx: str, flags: list[str], source: Path, out: Path) -> tuple[float, str]:
+def compile_once(cxx: str, flags: list[str], source: Path, out: Path, limit_as: int = 0) -> tuple[float, str]:
+    """One compile with -H; `limit_as`: under that RLIMIT_AS (bytes), as the farm's sandbox sets on CPU jobs."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
+
     t0 = time.perf_counter()
     res = subprocess.run([cxx, *flags, "-c", str(source), "-o", str(out), "-H", "-Winvalid-pch"],
-                         capture_output=True, text=True)  # fmt: skip
+                         capture_output=True, text=True, preexec_fn=limit if limit_as else None)  # fmt: skip
     if res.returncode != 0:
         raise SystemExit(f"pch_check: the host compile failed: {res.stderr[-1500:]}")
     return time.perf_counter() - t0, res.stderr
 
 
-def measure(cxx: str, flags: list[str], source: Path, work: Path, n: int) -> dict:
-    """One compile alone, then `n` at once: seconds, and what -H said about precompiled headers."""
-    alone, log = compile_once(cxx, flags, source, work / "alone.o")
-    with ThreadPoolExecutor(n) as ex:
-        together = list(ex.map(lambda i: compile_once(cxx, flags, source, work / f"c{i}.o")[0], range(n)))
+def measure(cxx: str, flags: list[str], source: Path, work: Path, n: int, limit_as: int = 0) -> dict:
+    """One compile alone, then `n` at once (none for 0): seconds, and what -H said about precompiled headers."""
+    alone, log = compile_once(cxx, flags, source, work / "alone.o", limit_as)
+    with ThreadPoolExecutor(max(n, 1)) as ex:
+        together = list(ex.map(lambda i: compile_once(cxx, flags, source, work / f"c{i}.o")[0], range(n))) or [0.0]
     pch = [line for line in log.splitlines() if re.match(r"^[!x] \S+\.gch$", line)]
     invalid = [line for line in log.splitlines() if "invalid-pch" in line or "not used because" in line]
     headers = sum(1 for line in log.splitlines() if line.startswith("."))
@@ -93,12 +111,19 @@ def main() -> None:
         result = {"modes": built.modes, "farm_steps": built.steps, "cxx": cxx,
                   "with_gch": measure(cxx, flags, source, work, args.concurrent),
                   "without_gch": measure(cxx, [f"-I{bare}" if f == f"-I{light}" else f for f in flags], source, work,
-                                         args.concurrent)}  # fmt: skip
-    for name in ("with_gch", "without_gch"):
+                                         0),
+                  "with_gch_rlimit_as": measure(cxx, flags, source, work, 0, int(farm.memory_limit_gb * 2**30))}
+        # the same compile inside the farm's own sandbox: a diagnostic "candidate" it runs as a build job
+        diag = farm.build(SANDBOXED.format(cmd=[cxx, *flags, "-c", str(source), "-o", os.devnull, "-H",
+                                                "-Winvalid-pch"]))  # fmt: skip
+        found = re.search(r"KZPCH (.*)", diag.feedback)
+        result["in_farm_sandbox"] = found.group(1) if found else f"no answer: {diag.status} {diag.feedback[-600:]}"
+    for name in ("with_gch", "without_gch", "with_gch_rlimit_as"):
         r = result[name]
         print(f"{name}: alone {r['alone_s']} s; {r['concurrent']} at once: median {r['concurrent_median_s']} s, max "
               f"{r['concurrent_max_s']} s; {r['headers_read']} headers read; .gch lines {r['gch_lines']}"
               + (f"; {r['invalid_pch']}" if r["invalid_pch"] else ""), flush=True)  # fmt: skip
+    print(f"in the farm's sandbox: {result['in_farm_sandbox']}")
     used = any(line.startswith("! ") for line in result["with_gch"]["gch_lines"])
     print(f"the farm's precompiled header is {'USED' if used else 'NOT used'} by the host compile")
     if args.out:

@@ -264,9 +264,9 @@ class Sandbox:
 
     def _env(self) -> dict[str, str]:
         src = str(Path(__file__).resolve().parents[2])  # the directory holding the kernelzero package
-        keep = ("PATH", "LANG", "LC_ALL", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES",
-                "NVIDIA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "NCCL_NVLS_ENABLE",
-                "TORCH_CUDA_ARCH_LIST", "PYENV_VERSION", "VIRTUAL_ENV")  # fmt: skip
+        keep = ("PATH", "LANG", "LC_ALL", "CXX", "CC", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
+                "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+                "NCCL_NVLS_ENABLE", "TORCH_CUDA_ARCH_LIST", "PYENV_VERSION", "VIRTUAL_ENV")  # fmt: skip
         env = {k: os.environ[k] for k in keep if k in os.environ}
         pythonpath = [src, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
         env.update(
