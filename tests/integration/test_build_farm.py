@@ -7,6 +7,8 @@ killed build leaves nothing behind; a candidate that cannot be built on CPU fall
 that nvcc output loads on a GPU (the GPU suite and bench/judge_throughput.py check that on the H200).
 """
 
+import re
+import shutil
 import time
 from pathlib import Path
 
@@ -45,6 +47,22 @@ def test_build_is_promoted_into_the_cache(farm, first):
     # where the build's time went, from torch's .ninja_log: one C++ object and the link, no nvcc step
     assert set(first.steps) == {"host", "link"} and first.steps["host"] > 0, first.steps
     assert farm.state_dict()["build_step_median_s"] == first.steps
+
+
+def test_build_workers_compile_with_the_judges_cxx(tmp_path, monkeypatch):
+    """The farm's headers are precompiled with CXX, and GCC passes over a `.gch` another compiler binary made without
+    a word: the build workers must get CXX too (issue 5: on the H200, CXX=/opt/gcc/bin/g++ and PATH's c++, both GCC
+    13.3, and every host compile parsed torch's headers again, 11.1 s instead of 3.8 s)."""
+    wrapper = tmp_path / "bin" / "kz-c++"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nexec {shutil.which("c++")} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CXX", str(wrapper))
+    farm = BuildFarm(str(tmp_path / "cache"), workers=1, pch=False, timeout_s=300)
+    built = farm.build(CANDIDATE)
+    assert built.status == "built" and not built.hit, built.feedback
+    ninja = next(Path(built.path).rglob("build.ninja")).read_text()  # torch's own record of the compiler it ran
+    assert re.search(r"^cxx = (.*)$", ninja, re.M).group(1) == str(wrapper)
 
 
 def test_ninja_steps_sums_seconds_per_step_kind(tmp_path):
