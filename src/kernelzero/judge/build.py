@@ -316,11 +316,11 @@ class BuildFarm:
     pch_wait_s: float = 240.0  # a build waits this long for headers being precompiled (parsing torch doubles it)
 
     def __post_init__(self) -> None:
-        # One per core. A split build is one long host compile (20-25 s on the H200's cores: torch's headers make GCC
-        # instantiate templates in every TU, precompiled header or not) beside a short nvcc pipeline (~2 s), and
-        # that compile took as long with 8 builds at once as with 16. Half the cores (to let the first builds'
-        # GPU work overlap the rest) was slower for it: 16 candidates in 48.6 s at 8 builds vs 38.1 s at 16
-        # (bench/judge_throughput.py --steady-farm, 2026-12-03).
+        # One per core. A split build is one host compile beside a short nvcc pipeline (~2.5 s). Measured on the
+        # H200 when that compile took 20-25 s (the build workers then ran another compiler than the one the headers
+        # were precompiled with, so the `.gch` went unused): 16 candidates in 38.1 s at 16 builds against 48.6 s at 8
+        # (bench/judge_throughput.py --steady-farm, 2026-12-03). With the header used (host step 6.3 s) it is not
+        # measured again.
         self.workers = self.workers or max(1, os.cpu_count() or 2)
         self.root = Path(self.cache_dir)
         self.root.mkdir(parents=True, exist_ok=True)
