@@ -149,3 +149,31 @@ def test_farm_builds_through_the_bridge_in_its_sandbox_and_the_candidate_worker_
     judge.farm = farm
     v = judge.judge(TASK, CANDIDATE, "triton")
     assert v.status == "ok", v.feedback
+
+
+def test_farm_probe_says_whether_the_build_workers_compiler_takes_the_header(prebuilt, tmp_path, capsys):
+    """GCC passes over a `.gch` made by another compiler binary or with other target flags without a word, and
+    builds are only slower: the H200's build workers parsed torch's headers in every host compile for sessions. The
+    farm asks a build worker, in its sandbox and environment, and says what it found."""
+    farm = BuildFarm(str(tmp_path / "cache"), workers=1, pch=False, timeout_s=300)
+    farm._light_dirs = dict(prebuilt["light_pch_dirs"])  # as _warm_pch sets them
+    assert farm.probe_headers() == {"light []": "used"}
+    assert farm.state_dict()["pch_probe"] == {"light []": "used"} and capsys.readouterr().err == ""
+
+    # Build workers whose compiler makes other code than the one the header was built with (-mavx2: GCC rejects the
+    # `.gch`'s target flags). Only their environment has it, as on the H200, where only the sandbox's CXX differed.
+    wrapper = tmp_path / "bin" / "kz-c++"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nexec {cpp.get_cxx_compiler()} -mavx2 "$@"\n')
+    wrapper.chmod(0o755)
+
+    class OtherCompiler(BuildFarm):
+        def _env(self) -> dict[str, str]:
+            return {**super()._env(), "CXX": str(wrapper)}
+
+    other = OtherCompiler(str(tmp_path / "other"), workers=1, pch=False, timeout_s=300)
+    other._light_dirs = dict(prebuilt["light_pch_dirs"])
+    [(name, why)] = other.probe_headers().items()
+    assert name == "light []" and why.startswith(f"not used by {wrapper}: "), why
+    assert "-mavx" in why and "[-Winvalid-pch]" in why, why  # GCC's own reason
+    assert "1 of 1 precompiled headers are not used by the build workers' compiler" in capsys.readouterr().err

@@ -42,6 +42,13 @@ def test_split_host_tu_compiles_with_the_precompiled_header(pch, tmp_path):
     assert f"! {pch}/torch/extension.h.gch" in res.stderr
 
 
+def test_farm_probe_finds_its_build_workers_use_the_header(pch, tmp_path):
+    """The farm's probe (a build worker compiling `#include <torch/extension.h>` with -H) sees the `.gch` used."""
+    farm = BuildFarm(str(tmp_path), workers=1, pch=False, timeout_s=300)
+    farm._pch_dirs = {json.dumps(["-O3"]): str(pch)}  # as _warm_pch sets them
+    assert farm.probe_headers() == {'pch ["-O3"]': "used"}
+
+
 def test_pch_flags_differ_by_optimisation_level():
     assert _host_cflags(["-O3"], with_cuda=False)[-1] == "-O3"
     assert "-O3" not in _host_cflags([], with_cuda=False)
@@ -104,6 +111,8 @@ def test_all_headers_are_built_and_announced_once_ready(tmp_path, monkeypatch):
 
     monkeypatch.setattr(build, "build_pch", slow)
     monkeypatch.setattr(bind, "build_bridge", bridge)
+    probed: list[bool] = []  # (these headers are empty files: the real probe is tested in test_bind.py)
+    monkeypatch.setattr(BuildFarm, "probe_headers", lambda self: probed.append(self.pch_ready.is_set()))
     farm = BuildFarm(str(tmp_path), workers=1)
     time.sleep(0.6)
     assert not farm.pch_ready.is_set() and not farm._pch_dirs  # not before a build needs them (Triton-only runs)
@@ -118,7 +127,11 @@ def test_all_headers_are_built_and_announced_once_ready(tmp_path, monkeypatch):
     assert farm.state_dict()["lean"] is lean and (farm._lean_table is not None) is lean
     header = "kz_lean.h.gch" if lean else "torch/all.h.gch"
     assert all((Path(d) / header).is_file() for d in farm._light_dirs.values())
-    plain = BuildFarm(str(tmp_path / "all"), workers=1, lean=False)  # the switch: torch/all.h whatever the table
+    deadline = time.monotonic() + 30
+    while not probed and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert probed == [True]  # the probe runs once, after builds may go on (`pch_ready` set)
+    plain = BuildFarm(str(tmp_path / "all"), workers=1, lean=False, probe=False)  # torch/all.h whatever the table
     plain.start_pch()
     assert plain.pch_ready.wait(30) and plain._lean_table is None and plain.state_dict()["lean"] is False
     assert all((Path(d) / "torch/all.h.gch").is_file() for d in plain._light_dirs.values())

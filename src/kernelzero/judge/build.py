@@ -24,7 +24,9 @@ applies, that TU includes torch/all.h only (precompiled too) and its functions a
 library built here, instead of by pybind11 in the TU; where the installed torch's headers have an audited table
 (`lean.py`), it includes the lean header set instead, unless its code names something that set leaves out.
 Tricks are tried in that order; one that fails to build falls back to the next, and last to the build of the code
-as written, whose result (and compile error) is the verdict.
+as written, whose result (and compile error) is the verdict. GCC skips a precompiled header it cannot use without a
+word: once the headers are built, a build worker compiles each one's include and says whether it was used
+(`BuildFarm.probe_headers`, in `state_dict` and on stderr when not).
 """
 
 from __future__ import annotations
@@ -219,6 +221,12 @@ def _host_cflags(extra: list[str], with_cuda: bool) -> list[str]:
     """The flags torch's own ninja file gives a load_inline C++ translation unit (read from the file its writer
     produces, so they follow the installed torch), without the per-extension `-DTORCH_EXTENSION_NAME`. A precompiled
     header is only used by a compile whose flags match the ones it was built with."""
+    return _host_compile(extra, with_cuda)[1]
+
+
+def _host_compile(extra: list[str], with_cuda: bool) -> tuple[str, list[str]]:
+    """(the compiler, its flags) that torch's ninja file, written in this process's environment, names for a
+    load_inline C++ translation unit (flags as `_host_cflags`)."""
     import shlex
 
     import torch.utils.cpp_extension as cpp
@@ -231,8 +239,12 @@ def _host_cflags(extra: list[str], with_cuda: bool) -> list[str]:
         params = inspect.signature(writer).parameters
         writer(**{k: v for k, v in kwargs.items() if k in params})
         lines = Path(d, "build.ninja").read_text().splitlines()
-    cflags = shlex.split(next(line for line in lines if line.startswith("cflags = "))[len("cflags = ") :])
-    return [f for f in cflags if not f.startswith("-DTORCH_EXTENSION_NAME=")]
+
+    def var(name: str) -> str:
+        return next(line for line in lines if line.startswith(f"{name} = "))[len(name) + 3 :]
+
+    cflags = shlex.split(var("cflags"))
+    return var("cxx"), [f for f in cflags if not f.startswith("-DTORCH_EXTENSION_NAME=")]
 
 
 def build_pch(
@@ -269,6 +281,34 @@ def build_pch(
     cmd = [cpp.get_cxx_compiler(), "-x", "c++-header", str(header), "-o", str(gch), *cflags]
     res = subprocess.run(cmd, capture_output=True, text=True)
     return None if res.returncode == 0 else res.stderr or f"exit {res.returncode}"
+
+
+def probe_headers(headers: list[list], with_cuda: bool, scratch: Path) -> dict[str, str]:
+    """Whether a host compile run from this process takes each precompiled header: {name: "used", or why not}, for
+    `headers` as [name, extra flags, directory, header]. Run by a build worker (job kind `probe_headers`), so the
+    compiler is the one torch's ninja file names in the build sandbox's environment: GCC passes over a `.gch` that
+    another compiler binary, or other flags, made, without a word, and builds are only slower (on the H200 the host
+    step took 11.1 s instead of 3.8 s for as long as nobody looked, bench/pch_check.py). Each compile reads the
+    header only, as the TUs the farm builds include it: `-fsyntax-only -H -Winvalid-pch` on `#include <header>`."""
+
+    def probe(i: int, name: str, flags: list[str], directory: str, header: str) -> tuple[str, str]:
+        (scratch / f"probe{i}.cpp").write_text(f"#include <{header}>\n")
+        cxx, cflags = _host_compile([*flags, f"-I{directory}"], with_cuda)
+        cmd = [cxx, *cflags, "-fsyntax-only", "-H", "-Winvalid-pch", str(scratch / f"probe{i}.cpp")]
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=scratch)
+        lines = res.stderr.splitlines()
+        marks = [line for line in lines if re.match(rf"^\.*\s?[!x] {re.escape(directory)}/\S+\.gch$", line)]
+        if res.returncode == 0 and any("! " in line for line in marks):
+            return name, "used"
+        why = next((line.split("warning: ", 1)[-1] for line in lines if "[-Winvalid-pch]" in line), None)
+        if why is None:
+            why = "the header itself was read (no .gch reached)" if not marks else "the .gch was rejected"
+        if res.returncode != 0:
+            why = f"{why}; the compile failed: {(lines or [f'exit {res.returncode}'])[-1]}"
+        return name, f"not used by {cxx}: {why}"
+
+    with ThreadPoolExecutor(max(1, len(headers))) as ex:
+        return dict(ex.map(lambda ih: probe(ih[0], *ih[1]), enumerate(headers)))
 
 
 def ninja_steps(build_dir: Path) -> dict[str, float]:
@@ -314,6 +354,7 @@ class BuildFarm:
     lean: bool = True  # those headers: the lean set, not torch/all.h, where the installed torch is audited (lean.py)
     warm: bool = False  # keep `workers` build workers spawned ahead, `import torch` done (~3 s of each build)
     pch_wait_s: float = 240.0  # a build waits this long for headers being precompiled (parsing torch doubles it)
+    probe: bool = True  # once the headers are built, ask a build worker whether its compiler takes them
 
     def __post_init__(self) -> None:
         # One per core. A split build is one host compile beside a short nvcc pipeline (~2.5 s). Measured on the
@@ -339,6 +380,7 @@ class BuildFarm:
         self.pch_ready = threading.Event()  # set once every precompiled header is built (or failed)
         self.pch_seconds: float | None = None  # how long that took (0-ish when the cache already had them)
         self._pch_started = False  # headers are built when the first build comes (a Triton-only run builds none)
+        self.pch_probe: dict[str, str] | None = None  # what `probe_headers` found, once it ran
         if not self.pch:
             self.pch_ready.set()
         self._warm: WarmSandboxes | None = None  # started by the first build: a Triton-only run spawns none
@@ -422,8 +464,6 @@ class BuildFarm:
         return result
 
     def _run(self, source: str, key: str) -> BuildResult:
-        from kernelzero.judge.sandbox import ChannelError
-
         with self._lock:
             self.builds_started += 1
         self.start_pch()
@@ -435,21 +475,8 @@ class BuildFarm:
         sb = self._sandbox(job)
         (sb.scratch / "candidate.py").write_text(source)
         sb.job.update(candidate_path=str(sb.scratch / "candidate.py"), build_dir=str(sb.scratch / "builds"))
-        msg: dict | None = None
-        try:
-            sb.start()
-            deadline = time.monotonic() + self.timeout_s
-            while msg is None or msg.get("event") in ("started", "done"):
-                msg = sb.recv(deadline)
-                if msg is None:
-                    break
-                if msg.get("event") in ("built", "unbuilt", "error"):
-                    break
-        except (TimeoutError, ChannelError) as exc:
-            msg = {"event": "unbuilt", "message": f"{type(exc).__name__}: {exc}"}
-        finally:
-            sb.finish()  # the worker is dead from here on: nothing can race the promotion below
-        try:
+        msg = self._exchange(sb, ("built", "unbuilt"))  # the worker is dead from here on: nothing can race the
+        try:  # promotion below
             if msg and msg.get("event") == "error" and msg.get("stage") == "compile":
                 return self._promote(sb.scratch / "builds", key, "compile_error", msg["message"])
             if msg and msg.get("event") == "built":
@@ -464,6 +491,59 @@ class BuildFarm:
             return BuildResult("fallback", feedback=(msg or {}).get("message", sb.log_tail())[-2000:])
         finally:
             sb.cleanup()
+
+    def _exchange(self, sb: Sandbox, answers: tuple[str, ...]) -> dict | None:
+        """Start `sb`'s job and wait for its answer (an event in `answers`, or `error`); the worker is finished
+        (dead) on return. None when it exited without one, an `unbuilt` message on a timeout or a broken channel."""
+        from kernelzero.judge.sandbox import ChannelError
+
+        msg: dict | None = None
+        try:
+            sb.start()
+            deadline = time.monotonic() + self.timeout_s
+            while msg is None or msg.get("event") in ("started", "done"):
+                msg = sb.recv(deadline)
+                if msg is None or msg.get("event") in (*answers, "error"):
+                    break
+        except (TimeoutError, ChannelError) as exc:
+            msg = {"event": "unbuilt", "message": f"{type(exc).__name__}: {exc}"}
+        finally:
+            sb.finish()
+        return msg
+
+    def probe_headers(self) -> dict[str, str]:
+        """Ask a build worker, in the build sandbox with the build environment, whether its compiler takes each
+        precompiled header (`probe_headers`): {"pch [flags]" or "light [flags]": "used", or why not}. Run once the
+        headers are built (`_warm_pch`); a header not used is said on stderr, and `state_dict` has them all."""
+        from kernelzero.judge.lean import HEADER
+        from kernelzero.judge.sandbox import Sandbox
+
+        with self._lock:
+            dirs = [(kind, flags, d) for kind, found in (("pch", self._pch_dirs), ("light", self._light_dirs))
+                    for flags, d in found.items()]  # fmt: skip
+        headers = []
+        for kind, flags, d in dirs:  # the header each directory precompiles, as the farm's TUs include it
+            header = next((h for h in (HEADER, "torch/all.h") if Path(d, f"{h}.gch").is_file()), "torch/extension.h")
+            headers.append([f"{kind} {flags}", json.loads(flags), d, header])
+        if not headers:
+            return {}
+        job = {"kind": "probe_headers", "device": "cpu", "headers": headers, "with_cuda": _has_cuda_toolkit()}
+        sb = Sandbox(job=job, device="cpu", memory_limit_gb=self.memory_limit_gb, extra_env=self._env())
+        try:
+            msg = self._exchange(sb, ("probed",)) or {}
+            found = msg.get("headers") if msg.get("event") == "probed" else None
+            if not isinstance(found, dict):
+                found = {name: f"not probed: {msg.get('message') or sb.log_tail()[-300:]}" for name, *_ in headers}
+        finally:
+            sb.cleanup()
+        self.pch_probe = {name: str(found.get(name, "not probed")) for name, *_ in headers}
+        passed_over = {name: why for name, why in self.pch_probe.items() if why != "used"}
+        if passed_over:
+            name, why = next(iter(passed_over.items()))
+            print(f"kernelzero: {len(passed_over)} of {len(headers)} precompiled headers are not used by the build "
+                  f"workers' compiler, so host compiles parse torch's headers again (slower, not wrong); {name}: {why}",
+                  file=sys.stderr)  # fmt: skip
+        return self.pch_probe
 
     def _promote(self, built: Path, key: str, status: str, feedback: str) -> BuildResult:
         """Move a finished build into the cache with one atomic rename; a concurrent identical promotion wins."""
@@ -512,6 +592,8 @@ class BuildFarm:
         finally:
             self.pch_seconds = round(time.monotonic() - t0, 3)
             self.pch_ready.set()
+        if self.probe:  # after `pch_ready`: builds do not wait for it
+            self.probe_headers()
 
     def _one_pch(self, flags: list[str], with_cuda: bool, light: bool = False) -> None:
         from kernelzero.judge.lean import HEADER, installed_table
@@ -555,7 +637,7 @@ class BuildFarm:
         medians = {k: round(statistics.median(s.get(k, 0.0) for s in self.build_steps), 3) for k in kinds}
         return {"cache_dir": str(self.root), "builds_started": self.builds_started, "pch_seconds": self.pch_seconds,
                 "bridge": bool(self._bridge and self.bind), "build_modes": dict(self.build_modes),
-                "lean": bool(self._bridge and self.bind and self._lean_table),
+                "lean": bool(self._bridge and self.bind and self._lean_table), "pch_probe": self.pch_probe,
                 "build_step_median_s": medians}  # fmt: skip
 
     def load_state_dict(self, state: dict) -> None:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernelzero.judge.build import install_load_inline_shim
+from kernelzero.judge.build import install_load_inline_shim, probe_headers
 from kernelzero.judge.sandbox import SEALS, Channel
 from kernelzero.judge.timing import time_model
 
@@ -521,6 +521,11 @@ def _job_build(job: dict, chan: Channel, torch, bound: _Bound) -> None:
     chan.send({"event": "built", "calls": state["calls"], "modes": state["modes"]})
 
 
+def _job_probe_headers(job: dict, chan: Channel, torch, bound: _Bound) -> None:
+    """Issue 5: does this sandbox's host compiler take the farm's precompiled headers? No candidate code runs here."""
+    chan.send({"event": "probed", "headers": probe_headers(job["headers"], job["with_cuda"], Path(job["scratch"]))})
+
+
 def _cuda_profiler(torch):
     """A torch.profiler recording CUDA kernels, for counting the candidate's `__global__` launches (GPU only)."""
     from torch.profiler import ProfilerActivity, profile
@@ -528,7 +533,8 @@ def _cuda_profiler(torch):
     return profile(activities=[ProfilerActivity.CUDA])
 
 
-JOBS = {"reference": _job_reference, "candidate": _job_candidate, "build": _job_build}
+JOBS = {"reference": _job_reference, "candidate": _job_candidate, "build": _job_build,
+        "probe_headers": _job_probe_headers}
 JOBS["validate"] = __import__("kernelzero.judge.validate_job").judge.validate_job.bind(sys.modules[__name__])
 
 
