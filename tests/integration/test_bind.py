@@ -18,8 +18,9 @@ import torch.utils.cpp_extension as cpp
 
 from kernelzero.judge import JudgeOptions
 from kernelzero.judge.bind import LIBRARY, build_bridge
-from kernelzero.judge.build import BuildFarm, _fast_calls, _host_cflags, build_pch, install_load_inline_shim
+from kernelzero.judge.build import BuildFarm, _fast_calls, install_load_inline_shim
 from kernelzero.judge.core import Judge
+from kernelzero.judge.headers import build_pch, host_cflags
 from kernelzero.judge.lean import HEADER, TABLES, installed_table, table_name
 from kernelzero.tasks import Task
 
@@ -116,7 +117,7 @@ def test_bound_tu_uses_the_precompiled_header(prebuilt, tmp_path):
     [(fast, how)] = _fast_calls(args, prebuilt)
     assert how == _mode(prebuilt) and fast["functions"] is None and fast["extra_ldflags"] == [prebuilt["bridge"]]
     (tmp_path / "main.cpp").write_text("\n".join(fast["cpp_sources"]))
-    flags = [*_host_cflags([], with_cuda=False), *fast["extra_cflags"], "-Winvalid-pch", "-Werror=invalid-pch", "-H"]
+    flags = [*host_cflags([], with_cuda=False), *fast["extra_cflags"], "-Winvalid-pch", "-Werror=invalid-pch", "-H"]
     res = subprocess.run([cpp.get_cxx_compiler(), *flags, "-fsyntax-only", str(tmp_path / "main.cpp")],
                          capture_output=True, text=True)  # fmt: skip
     assert res.returncode == 0, res.stderr[-2000:]

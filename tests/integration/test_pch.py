@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelzero.judge.build import BuildFarm, _fast_calls, _host_cflags, build_pch
+from kernelzero.judge.build import BuildFarm, _fast_calls
+from kernelzero.judge.headers import build_pch, host_cflags
 
 # What load_inline writes for a split candidate: its own include, then the moved host code with the candidate's.
 HOST_TU = """#include <torch/extension.h>
@@ -34,7 +35,7 @@ def test_split_host_tu_compiles_with_the_precompiled_header(pch, tmp_path):
     import torch.utils.cpp_extension as cpp
 
     (tmp_path / "main.cpp").write_text(HOST_TU)
-    flags = [*_host_cflags(["-O3"], with_cuda=False), f"-I{pch}", "-Winvalid-pch", "-Werror=invalid-pch", "-H"]
+    flags = [*host_cflags(["-O3"], with_cuda=False), f"-I{pch}", "-Winvalid-pch", "-Werror=invalid-pch", "-H"]
     res = subprocess.run([cpp.get_cxx_compiler(), *flags, "-fsyntax-only", str(tmp_path / "main.cpp")],
                          capture_output=True, text=True)  # fmt: skip
     assert res.returncode == 0, res.stderr[-2000:]
@@ -50,9 +51,9 @@ def test_farm_probe_finds_its_build_workers_use_the_header(pch, tmp_path):
 
 
 def test_pch_flags_differ_by_optimisation_level():
-    assert _host_cflags(["-O3"], with_cuda=False)[-1] == "-O3"
-    assert "-O3" not in _host_cflags([], with_cuda=False)
-    assert not any(f.startswith("-DTORCH_EXTENSION_NAME") for f in _host_cflags([], with_cuda=False))
+    assert host_cflags(["-O3"], with_cuda=False)[-1] == "-O3"
+    assert "-O3" not in host_cflags([], with_cuda=False)
+    assert not any(f.startswith("-DTORCH_EXTENSION_NAME") for f in host_cflags([], with_cuda=False))
 
 
 def _call(extra_cflags, extra_cuda_cflags):

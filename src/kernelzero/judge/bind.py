@@ -151,13 +151,13 @@ def build_bridge(out: Path) -> str | None:
     """Build `out/libkzbridge.so` from BRIDGE_SOURCE with torch's host flags; None on success, else the error."""
     import torch.utils.cpp_extension as cpp
 
-    from kernelzero.judge.build import _host_cflags
+    from kernelzero.judge.headers import host_cflags
 
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     (out / "bridge.cpp").write_text(BRIDGE_SOURCE)
     try:
-        cflags = _host_cflags(["-O2"], with_cuda=False)
+        cflags = host_cflags(["-O2"], with_cuda=False)
     except Exception as exc:
         return f"torch's build flags: {type(exc).__name__}: {exc}"
     lib = Path(cpp.TORCH_LIB_PATH)

@@ -19,9 +19,9 @@ each load_inline call has its own key (sources, functions, flags, include paths)
 Meaning is unchanged: sources, flags and `-O` levels are passed as written. What changes: TORCH_CUDA_ARCH_LIST is
 set to the judging GPU's arch (a CPU worker would otherwise build for every arch), the extension name gets a
 content suffix, MAX_JOBS bounds ninja, and where `split.py` applies, torch-facing host code moves from the `.cu` to
-the C++ translation unit, which uses a precompiled torch/extension.h built here for the same flags. Where `bind.py`
-applies, that TU includes torch/all.h only (precompiled too) and its functions are bound through the bridge
-library built here, instead of by pybind11 in the TU; where the installed torch's headers have an audited table
+the C++ translation unit, which uses a precompiled torch/extension.h built here for the same flags (headers.py).
+Where `bind.py` applies, that TU includes torch/all.h only (precompiled too) and its functions are bound through the
+bridge library built here, instead of by pybind11 in the TU; where the installed torch's headers have an audited table
 (`lean.py`), it includes the lean header set instead, unless its code names something that set leaves out.
 Tricks are tried in that order; one that fails to build falls back to the next, and last to the build of the code
 as written, whose result (and compile error) is the verdict. GCC skips a precompiled header it cannot use without a
@@ -50,6 +50,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from kernelzero.judge.headers import PCH_FLAG_SETS, build_pch, has_cuda_toolkit
 
 if TYPE_CHECKING:
     from kernelzero.judge.sandbox import Sandbox, WarmSandboxes
@@ -206,109 +208,6 @@ def toolchain() -> dict:
     cxx = os.environ.get("CXX", "c++")
     return {"torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
             "nvcc": version(["nvcc", "--version"]), "cxx": version([cxx, "-dumpfullversion"])}  # fmt: skip
-
-
-PCH_FLAG_SETS = ([], ["-O3"], ["-O2"])  # host-TU extra flags with a precompiled header (KernelBench's are -O3)
-
-
-def _has_cuda_toolkit() -> bool:
-    import torch.utils.cpp_extension as cpp
-
-    return cpp.CUDA_HOME is not None
-
-
-def _host_cflags(extra: list[str], with_cuda: bool) -> list[str]:
-    """The flags torch's own ninja file gives a load_inline C++ translation unit (read from the file its writer
-    produces, so they follow the installed torch), without the per-extension `-DTORCH_EXTENSION_NAME`. A precompiled
-    header is only used by a compile whose flags match the ones it was built with."""
-    return _host_compile(extra, with_cuda)[1]
-
-
-def _host_compile(extra: list[str], with_cuda: bool) -> tuple[str, list[str]]:
-    """(the compiler, its flags) that torch's ninja file, written in this process's environment, names for a
-    load_inline C++ translation unit (flags as `_host_cflags`)."""
-    import shlex
-
-    import torch.utils.cpp_extension as cpp
-
-    writer = cpp._write_ninja_file_to_build_library
-    with tempfile.TemporaryDirectory() as d:
-        kwargs = {"path": f"{d}/build.ninja", "name": "kz_pch", "sources": [f"{d}/main.cpp"], "extra_cflags": extra,
-                  "extra_cuda_cflags": [], "extra_sycl_cflags": [], "extra_ldflags": [], "extra_include_paths": [],
-                  "with_cuda": with_cuda, "with_sycl": False, "is_standalone": False}  # fmt: skip
-        params = inspect.signature(writer).parameters
-        writer(**{k: v for k, v in kwargs.items() if k in params})
-        lines = Path(d, "build.ninja").read_text().splitlines()
-
-    def var(name: str) -> str:
-        return next(line for line in lines if line.startswith(f"{name} = "))[len(name) + 3 :]
-
-    cflags = shlex.split(var("cflags"))
-    return var("cxx"), [f for f in cflags if not f.startswith("-DTORCH_EXTENSION_NAME=")]
-
-
-def build_pch(
-    out: Path, flags: list[str], with_cuda: bool, light: bool = False, lean: dict | None = None
-) -> str | None:
-    """Build `out/torch/extension.h.gch` for host TUs compiled with torch's flags plus `flags`; None on success, else
-    the compiler's error. The header itself is linked beside it: a TU that includes torch/extension.h twice (the
-    split puts the candidate's host code, with its own include, after load_inline's) finds the `.gch` first, and
-    for the second include GCC needs the header in the same directory (it is skipped there: `#pragma once`).
-    light: `out/torch/all.h.gch` instead, for TUs bound through the bridge (bind.py), which start with torch/all.h;
-    there torch/extension.h is a stand-in that includes torch/all.h only. lean (an audited table, lean.py):
-    `out/kz_lean.h.gch` instead, the lean header set, and the stand-in includes that."""
-    import torch.utils.cpp_extension as cpp
-
-    from kernelzero.judge.lean import HEADER, header_text
-
-    include = Path(cpp.include_paths()[0])
-    name = "all.h" if light else "extension.h"
-    header = include / "torch" / "csrc" / "api" / "include" / "torch" / name if light else include / "torch" / name
-    shutil.rmtree(out, ignore_errors=True)
-    (out / "torch").mkdir(parents=True)
-    if lean is not None:
-        header, stand_in, gch = out / HEADER, HEADER, out / f"{HEADER}.gch"
-        header.write_text(header_text(lean))
-    else:
-        stand_in, gch = "torch/all.h" if light else None, out / "torch" / f"{name}.gch"
-        (out / "torch" / name).symlink_to(header)
-    if stand_in:
-        (out / "torch" / "extension.h").write_text(f"#pragma once\n#include <{stand_in}>\n")
-    try:
-        cflags = _host_cflags(flags, with_cuda)
-    except Exception as exc:  # a torch whose ninja writer we do not understand: builds go on without the header
-        return f"torch's build flags: {type(exc).__name__}: {exc}"
-    cmd = [cpp.get_cxx_compiler(), "-x", "c++-header", str(header), "-o", str(gch), *cflags]
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    return None if res.returncode == 0 else res.stderr or f"exit {res.returncode}"
-
-
-def probe_headers(headers: list[list], with_cuda: bool, scratch: Path) -> dict[str, str]:
-    """Whether a host compile run from this process takes each precompiled header: {name: "used", or why not}, for
-    `headers` as [name, extra flags, directory, header]. Run by a build worker (job kind `probe_headers`), so the
-    compiler is the one torch's ninja file names in the build sandbox's environment: GCC passes over a `.gch` that
-    another compiler binary, or other flags, made, without a word, and builds are only slower (on the H200 the host
-    step took 11.1 s instead of 3.8 s for as long as nobody looked, bench/pch_check.py). Each compile reads the
-    header only, as the TUs the farm builds include it: `-fsyntax-only -H -Winvalid-pch` on `#include <header>`."""
-
-    def probe(i: int, name: str, flags: list[str], directory: str, header: str) -> tuple[str, str]:
-        (scratch / f"probe{i}.cpp").write_text(f"#include <{header}>\n")
-        cxx, cflags = _host_compile([*flags, f"-I{directory}"], with_cuda)
-        cmd = [cxx, *cflags, "-fsyntax-only", "-H", "-Winvalid-pch", str(scratch / f"probe{i}.cpp")]
-        res = subprocess.run(cmd, capture_output=True, text=True, cwd=scratch)
-        lines = res.stderr.splitlines()
-        marks = [line for line in lines if re.match(rf"^\.*\s?[!x] {re.escape(directory)}/\S+\.gch$", line)]
-        if res.returncode == 0 and any("! " in line for line in marks):
-            return name, "used"
-        why = next((line.split("warning: ", 1)[-1] for line in lines if "[-Winvalid-pch]" in line), None)
-        if why is None:
-            why = "the header itself was read (no .gch reached)" if not marks else "the .gch was rejected"
-        if res.returncode != 0:
-            why = f"{why}; the compile failed: {(lines or [f'exit {res.returncode}'])[-1]}"
-        return name, f"not used by {cxx}: {why}"
-
-    with ThreadPoolExecutor(max(1, len(headers))) as ex:
-        return dict(ex.map(lambda ih: probe(ih[0], *ih[1]), enumerate(headers)))
 
 
 def ninja_steps(build_dir: Path) -> dict[str, float]:
@@ -475,8 +374,9 @@ class BuildFarm:
         sb = self._sandbox(job)
         (sb.scratch / "candidate.py").write_text(source)
         sb.job.update(candidate_path=str(sb.scratch / "candidate.py"), build_dir=str(sb.scratch / "builds"))
-        msg = self._exchange(sb, ("built", "unbuilt"))  # the worker is dead from here on: nothing can race the
-        try:  # promotion below
+        # the worker is dead once this returns: nothing can race the promotion below
+        msg = self._exchange(sb, ("built", "unbuilt"))
+        try:
             if msg and msg.get("event") == "error" and msg.get("stage") == "compile":
                 return self._promote(sb.scratch / "builds", key, "compile_error", msg["message"])
             if msg and msg.get("event") == "built":
@@ -527,7 +427,7 @@ class BuildFarm:
             headers.append([f"{kind} {flags}", json.loads(flags), d, header])
         if not headers:
             return {}
-        job = {"kind": "probe_headers", "device": "cpu", "headers": headers, "with_cuda": _has_cuda_toolkit()}
+        job = {"kind": "probe_headers", "device": "cpu", "headers": headers, "with_cuda": has_cuda_toolkit()}
         sb = Sandbox(job=job, device="cpu", memory_limit_gb=self.memory_limit_gb, extra_env=self._env())
         try:
             msg = self._exchange(sb, ("probed",)) or {}
@@ -576,7 +476,7 @@ class BuildFarm:
 
         t0 = time.monotonic()
         try:
-            with_cuda = _has_cuda_toolkit()
+            with_cuda = has_cuda_toolkit()
             table = installed_table() if self.bind and self.lean else None
             if table is not None:
                 self._lean_table = str(TABLES / table_name(table["torch"]))

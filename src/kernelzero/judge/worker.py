@@ -27,7 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernelzero.judge.build import install_load_inline_shim, probe_headers
+from kernelzero.judge.build import install_load_inline_shim
+from kernelzero.judge.headers import probe_headers
 from kernelzero.judge.sandbox import SEALS, Channel
 from kernelzero.judge.timing import time_model
 
