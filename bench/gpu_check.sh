@@ -20,7 +20,7 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
   case $s in
     gpu_tests) KZ_CORPUS_LOG="$OUT/corpus_progress.log" step gpu_tests timeout ${KZ_TESTS_TIMEOUT:-600} python3 -m pytest -m gpu -p no:cacheprovider -v -rfE \
               tests/gpu tests/adversarial/test_corpus.py tests/unit/test_worked_examples.py ${KZ_PYTEST_ARGS:-} ;;
-    lean_audit) step lean_audit bash -c "python3 -c 'import sys; from kernelzero.judge.lean import installed_table; \
+    lean_audit) step lean_audit bash -c "python3 -c 'import sys; from kernelzero.judge.build.lean import installed_table; \
               sys.exit(installed_table() is None)' && echo 'the audited lean table matches these headers' || { \
               python3 -m pip install -q --no-index --no-deps --target /tmp/lc .audit/*.whl && PYTHONPATH=/tmp/lc:\$PYTHONPATH \
               python3 bench/lean_audit.py --out src/kernelzero/judge/lean_tables && cp src/kernelzero/judge/lean_tables/*.json $OUT/; }" ;;

@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from kernelzero.judge.lean import LEFT_OUT, TOP_NAMESPACES, fingerprint, table_name  # noqa: E402
+from kernelzero.judge.build.lean import LEFT_OUT, TOP_NAMESPACES, fingerprint, table_name  # noqa: E402
 
 FUNCTION_KINDS = {"FUNCTION_DECL", "FUNCTION_TEMPLATE", "CONVERSION_FUNCTION"}
 SPECIALIZATION_KINDS = {"CLASS_TEMPLATE_PARTIAL_SPECIALIZATION"}

@@ -92,7 +92,7 @@ def main() -> None:
     import torch.utils.cpp_extension as cpp
     from throughput_cases import cuda_candidate
 
-    from kernelzero.judge.build import BuildFarm
+    from kernelzero.judge.build.farm import BuildFarm
 
     with tempfile.TemporaryDirectory(prefix="kz-pch-check-") as d:
         work = Path(d)

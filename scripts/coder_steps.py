@@ -61,7 +61,7 @@ def main() -> None:
 
     import torch
 
-    from kernelzero.coevolve import seed_tasks
+    from kernelzero.loop.coevolve import seed_tasks
     from kernelzero.judge import JudgeOptions
     from kernelzero.judge.pool import JudgePool
     from kernelzero.trainers import CoderPhaseConfig, run_coder_phase

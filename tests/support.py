@@ -1,7 +1,7 @@
 """Test-only helpers: scripted fakes of the judge and a parser that lets random tiny-model text through.
 
 TEST FIXTURES ONLY. `ScriptedJudge` returns verdicts chosen by the test, so the rewards TRL sees can be asserted
-exactly; the tiny model itself comes from `kernelzero.tiny` (the `tiny_model_dir` fixture in conftest.py).
+exactly; the tiny model itself comes from `kernelzero.generation.tiny` (the `tiny_model_dir` fixture in conftest.py).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from kernelzero.judge.verdict import Verdict
-from kernelzero.parsing import ParsedCode
+from kernelzero.roles.parsing import ParsedCode
 from kernelzero.tasks import Task
 
 

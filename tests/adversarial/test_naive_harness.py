@@ -130,8 +130,8 @@ def test_degenerate_cases_pass_even_the_strict_tolerance(entry):
 
 
 def test_bound_clock_case_rewrites_clocks_bound_before_import(tmp_path):
-    """A judge that binds its clocks before importing the candidate (kernelzero.judge.worker._Bound) is not safe:
-    the candidate finds the holder through gc and swaps the attributes; the holder then reports ~0 for a call."""
+    """A judge that binds its clocks before importing the candidate (kernelzero.judge.sandbox.worker._Bound) is not
+    safe: the candidate finds the holder through gc and swaps the attributes; the holder then reports ~0 for a call."""
     case = next(e for e in CASES if e.name == "triton_patch_bound_clock")
     script = textwrap.dedent(f"""
         import importlib.util, time, torch

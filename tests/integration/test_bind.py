@@ -17,11 +17,11 @@ import torch
 import torch.utils.cpp_extension as cpp
 
 from kernelzero.judge import JudgeOptions
-from kernelzero.judge.bind import LIBRARY, build_bridge
-from kernelzero.judge.build import BuildFarm, _fast_calls, install_load_inline_shim
+from kernelzero.judge.build.bind import LIBRARY, build_bridge
+from kernelzero.judge.build.farm import BuildFarm, _fast_calls, install_load_inline_shim
+from kernelzero.judge.build.headers import build_pch, host_cflags
+from kernelzero.judge.build.lean import HEADER, TABLES, installed_table, table_name
 from kernelzero.judge.core import Judge
-from kernelzero.judge.headers import build_pch, host_cflags
-from kernelzero.judge.lean import HEADER, TABLES, installed_table, table_name
 from kernelzero.tasks import Task
 
 TASK = Task.from_file(Path(__file__).parents[1] / "fixtures" / "judge" / "relu_task.py")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kernelzero.judge import JudgeOptions
-from kernelzero.judge.build import BuildFarm
+from kernelzero.judge.build.farm import BuildFarm
 from kernelzero.judge.core import Judge
 from kernelzero.tasks import Task
 
@@ -66,7 +66,7 @@ def test_build_workers_compile_with_the_judges_cxx(tmp_path, monkeypatch):
 
 
 def test_ninja_steps_sums_seconds_per_step_kind(tmp_path):
-    from kernelzero.judge.build import ninja_steps
+    from kernelzero.judge.build.farm import ninja_steps
 
     log = "# ninja log v5\n0\t4200\t0\tmain.o\tab\n10\t9010\t0\tcuda.cuda.o\tcd\n9010\t9510\t0\tx.so\tef\n"
     (tmp_path / "a" / "split").mkdir(parents=True)
@@ -99,7 +99,7 @@ def test_the_build_starts_before_the_reference_is_computed(monkeypatch):
     """A cold task's reference takes 10-20 s on a GPU: the farm builds meanwhile instead of after it."""
     from concurrent.futures import Future
 
-    from kernelzero.judge.build import BuildResult
+    from kernelzero.judge.build.farm import BuildResult
 
     order = []
 

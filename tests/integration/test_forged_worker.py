@@ -17,7 +17,7 @@ import torch
 
 from kernelzero.judge import JudgeOptions
 from kernelzero.judge.core import Judge
-from kernelzero.judge.sandbox import OUTPUTS, SEALS, WorkerExit, load_sealed
+from kernelzero.judge.sandbox.process import OUTPUTS, SEALS, WorkerExit, load_sealed
 from kernelzero.tasks import Task
 
 FIX = Path(__file__).parents[1] / "fixtures" / "judge"

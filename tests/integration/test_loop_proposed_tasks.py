@@ -39,7 +39,7 @@ def run(tmp_path, tiny_model_dir, monkeypatch):
     torch.set_num_threads(1)
     monkeypatch.setenv("KERNELZERO_CACHE", str(tiny_model_dir.parent))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    from kernelzero.config import load_config
+    from kernelzero.loop.config import load_config
 
     sets = tmp_path / "sets.txt"
     sets.write_text("\n".join(json.dumps(s) for s in SETS) + "\n")
@@ -47,7 +47,7 @@ def run(tmp_path, tiny_model_dir, monkeypatch):
     cfg_file.write_text(f"rounds: 2\nloop:\n  api_sets: {sets}\n  api_sets_per_round: 2\n  tasks_per_round: 2\n"
                         "  coder_k: 2\n  max_new_tokens: 32\n  seed_tasks: none\nvalidation:\n  device: cpu\n"
                         "judge:\n  device: cpu\n")  # fmt: skip
-    from kernelzero.coevolve import CoEvolution
+    from kernelzero.loop.coevolve import CoEvolution
 
     out = tmp_path / "run"
     loop = CoEvolution(load_config(cfg_file), out, policies={"proposer": ScriptedProposer()})
@@ -74,7 +74,7 @@ def test_proposed_tasks_flow_through_pool_coder_and_frontier(run):
     # 2 l(m) samples, then 8 Coder rollouts (2 steps x 2 tasks x 4) in each of 2 rounds
     assert entries["r0-task_0000"]["attempts"] == 18 and entries["r0-task_0001"]["attempts"] == 18
     assert [h[0] for h in entries["r0-task_0000"]["history"]] == [0, 0, 1]
-    from kernelzero.report import write_report
+    from kernelzero.loop.report import write_report
 
     report = write_report(out).read_text()
     assert "plots/frontier.png" in report and "torch.logsumexp" in report

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelzero.judge.build import BuildFarm, _fast_calls
-from kernelzero.judge.headers import build_pch, host_cflags
+from kernelzero.judge.build.farm import BuildFarm, _fast_calls
+from kernelzero.judge.build.headers import build_pch, host_cflags
 
 # What load_inline writes for a split candidate: its own include, then the moved host code with the candidate's.
 HOST_TU = """#include <torch/extension.h>
@@ -97,9 +97,9 @@ def test_split_call_goes_lean_unless_the_host_code_names_what_the_lean_headers_l
 def test_all_headers_are_built_and_announced_once_ready(tmp_path, monkeypatch):
     """Headers are built when the first build starts, all flag sets at once; `pch_ready` is set after every flag set
     has its header (builds wait on it, bounded by pch_wait_s)."""
-    import kernelzero.judge.bind as bind
-    import kernelzero.judge.build as build
-    import kernelzero.judge.lean as lean_mod
+    import kernelzero.judge.build.bind as bind
+    import kernelzero.judge.build.farm as build
+    import kernelzero.judge.build.lean as lean_mod
 
     def slow(out, flags, with_cuda, light=False, lean=None):
         time.sleep(0.5)

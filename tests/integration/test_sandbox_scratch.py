@@ -12,7 +12,7 @@ import pytest
 
 from kernelzero.judge import JudgeOptions
 from kernelzero.judge.core import Judge
-from kernelzero.judge.sandbox import Sandbox, default_scratch_root, isolation_mode
+from kernelzero.judge.sandbox.process import Sandbox, default_scratch_root, isolation_mode
 from kernelzero.tasks import Task
 
 FIX = Path(__file__).parents[1] / "fixtures" / "judge"

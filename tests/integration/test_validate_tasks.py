@@ -9,7 +9,7 @@ import pytest
 
 from kernelzero.curriculum.similarity import SimilarityIndex
 from kernelzero.curriculum.validate import REASONS, ValidationConfig, Validator
-from kernelzero.proposer import TaskBudget
+from kernelzero.roles.proposer import TaskBudget
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "proposer"
 SRC = Path(__file__).parents[2] / "src"

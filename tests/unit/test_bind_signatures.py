@@ -3,7 +3,7 @@ tests/integration/test_bind.py for the built module against load_inline's own bi
 
 import pytest
 
-from kernelzero.judge.bind import Signature, binding, signature
+from kernelzero.judge.build.bind import Signature, binding, signature
 
 TU = """torch::Tensor relu_cuda(torch::Tensor x, torch::Tensor y);
 static inline std::vector<torch::Tensor> parts(const torch::Tensor& a, int k) {

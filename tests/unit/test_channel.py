@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from kernelzero.judge.sandbox import Channel, ChannelError
+from kernelzero.judge.sandbox.process import Channel, ChannelError
 
 
 def pair(key=b"k" * 32):

@@ -2,7 +2,7 @@
 
 import json
 
-from kernelzero.checkpoints import clean_torn_checkpoints, export_final, finished_checkpoint
+from kernelzero.loop.checkpoints import clean_torn_checkpoints, export_final, finished_checkpoint
 
 
 def make(ckpt, step=None, torn_state=False):

@@ -93,7 +93,7 @@ def test_apis_mine_from_folder(tmp_path):
 
 
 def test_cli_import_does_not_load_torch():
-    modules = "kernelzero.cli, kernelzero.tasks, kernelzero.apis, kernelzero.metrics"
+    modules = "kernelzero.cli, kernelzero.tasks, kernelzero.apis, kernelzero.eval.metrics"
     code = f"import sys, {modules}; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")})  # fmt: skip

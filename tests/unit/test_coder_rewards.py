@@ -2,7 +2,7 @@
 
 import asyncio
 
-from kernelzero.coder import parse_coder_completion
+from kernelzero.roles.coder import parse_coder_completion
 from kernelzero.tasks import Task
 from kernelzero.trainers.coder_rewards import VerdictLedger, make_coder_reward_funcs
 from support import ScriptedJudge, accept_any_text, fail, ok

@@ -7,8 +7,8 @@ import statistics
 import pytest
 import torch
 
-from kernelzero.coder import coder_messages
 from kernelzero.rewards import GateConfig
+from kernelzero.roles.coder import coder_messages
 from kernelzero.tasks import Task
 from kernelzero.trainers import CoderPhaseConfig, build_coder_trainer, coder_dataset
 from support import ScriptedJudge, accept_any_text, fail, ok

@@ -5,7 +5,7 @@ import torch
 
 from kernelzero.curriculum.frontier import api_rates, batch_rewards, hardest_apis, pair_rates, success_rate
 from kernelzero.curriculum.pool import TaskPool
-from kernelzero.curriculum.propose import read_api_sets, reasons_table
+from kernelzero.curriculum.proposals import read_api_sets, reasons_table
 from kernelzero.curriculum.similarity import SimilarityIndex, ast_hash
 from kernelzero.curriculum.validate import ValidationConfig, Validator, judge_outputs, read_apis_constant
 from kernelzero.rewards.proposer import ProposerRewardConfig
@@ -152,7 +152,7 @@ def test_batch_rewards_frontier_rho_and_repetition_penalty():
 def test_reasons_table_and_heatmap(tmp_path):
     from collections import Counter
 
-    from kernelzero.curriculum.report import frontier_heatmap, hardest_table
+    from kernelzero.curriculum.heatmap import frontier_heatmap, hardest_table
 
     table = reasons_table(Counter({"valid": 1, "parse": 3}), 4)
     assert table.splitlines()[1].split() == ["valid", "1", "25%"] and "parse" in table.splitlines()[2]
@@ -176,7 +176,7 @@ class _Stub:
 
 def test_propose_batch_scores_valid_tasks_with_coder_samples(tmp_path):
     """Proposer -> validation (a real worker) -> k Coder samples judged by a stub judge -> l(m) and r_P."""
-    from kernelzero.curriculum.propose import propose_batch, write_outputs
+    from kernelzero.curriculum.proposals import propose_batch, write_outputs
     from kernelzero.judge.verdict import Verdict
 
     proposer = _Stub("Here is the task:\n```python\n" + OTHER + "```\n")

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from kernelzero import metrics
-from kernelzero.eval_report import compare, render_markdown, summarize, task_outcomes, write_report
-from kernelzero.evaluate import MISSING_GUARD, EvalRecord
+from kernelzero.eval import metrics
+from kernelzero.eval.evaluate import MISSING_GUARD, EvalRecord
+from kernelzero.eval.report import compare, render_markdown, summarize, task_outcomes, write_report
 from kernelzero.judge.verdict import Timing, Verdict
 
 

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelzero.cli import app
-from kernelzero.evaluate import VERDICTS, find_solution, read_records, run_eval, run_solutions
+from kernelzero.eval.evaluate import VERDICTS, find_solution, read_records, run_eval, run_solutions
 from kernelzero.generation.base import Completion, SamplingConfig
 from kernelzero.judge.verdict import Verdict
 from kernelzero.tasks import Task

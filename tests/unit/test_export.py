@@ -2,9 +2,9 @@
 
 import json
 
-from kernelzero.export import corpus_rows, export_corpus, load_pairs
 from kernelzero.judge.verdict import Verdict
-from kernelzero.runlog import KeyedLog
+from kernelzero.loop.export import corpus_rows, export_corpus, load_pairs
+from kernelzero.loop.runlog import KeyedLog
 
 TASK_SRC = """import torch
 import torch.nn as nn

@@ -43,8 +43,8 @@ HACKS = {
     ],
     "static:harness_import": [
         "import kernelzero\n",
-        "from kernelzero.judge import worker\n",
-        "from kernelzero.judge.worker import _Bound\n",
+        "from kernelzero.judge.sandbox import worker\n",
+        "from kernelzero.judge.sandbox.worker import _Bound\n",
         "import kz_task\n",
         "m = sys.modules['kz_task']\n",
     ],
@@ -212,7 +212,7 @@ class _Trace:
 
 
 def test_cuda_launch_count_matches_global_names_of_the_source():
-    from kernelzero.judge.worker import LaunchCounter
+    from kernelzero.judge.sandbox.worker import LaunchCounter
 
     src = 'S = """__global__ void relu_kernel(float* x) {}\n__global__ __launch_bounds__(256) void k2(int n) {}"""'
     counter = LaunchCounter(src)
@@ -222,7 +222,7 @@ def test_cuda_launch_count_matches_global_names_of_the_source():
 
 
 def test_replay_perturbation_is_deterministic_and_changes_signs():
-    from kernelzero.judge.worker import perturb
+    from kernelzero.judge.sandbox.worker import perturb
 
     base = torch.randn(64, 32)
     a, b = [base.clone()], [base.clone()]

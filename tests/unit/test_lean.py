@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelzero.judge import lean
-from kernelzero.judge.build import _fast_calls
+from kernelzero.judge.build import lean
+from kernelzero.judge.build.farm import _fast_calls
 
 TABLE = {"blocked": frozenset({"nn", "save", "AT_SOME_MACRO"}), "scoped": {"Graph": [["jit"]], "Deep": [["jit", "ir"]]},
          "adl": {"cast": [["pybind11"]]}}  # fmt: skip

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from kernelzero.metrics import LevelRow, fast_p, geomean_speedup, level_table, mean_pass_at_k, pass_at_k
+from kernelzero.eval.metrics import LevelRow, fast_p, geomean_speedup, level_table, mean_pass_at_k, pass_at_k
 
 
 @pytest.mark.parametrize(

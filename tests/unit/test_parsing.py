@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kernelzero.coder import parse_coder_completion
-from kernelzero.parsing import ParsedCode, ParseFailure
-from kernelzero.proposer import parse_proposer_completion
+from kernelzero.roles.coder import parse_coder_completion
+from kernelzero.roles.parsing import ParsedCode, ParseFailure
+from kernelzero.roles.proposer import parse_proposer_completion
 
 SOLUTION = """\
 import torch

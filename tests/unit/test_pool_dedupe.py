@@ -110,7 +110,7 @@ def test_state_dict_round_trip(task):
 
 
 def test_shared_exclusive_lock_keeps_trials_out_of_timing():
-    from kernelzero.judge.gpulock import SharedExclusiveLock
+    from kernelzero.judge.sandbox.gpulock import SharedExclusiveLock
 
     lock, events = SharedExclusiveLock(), []
     with lock.shared(), lock.shared():  # trials share

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernelzero.coder import (
+from kernelzero.judge.verdict import Verdict
+from kernelzero.roles.coder import (
     BACKENDS,
     MAX_REPLAY_CHARS,
     OPTIMIZATION_PRINCIPLES,
@@ -14,9 +15,8 @@ from kernelzero.coder import (
     parse_coder_completion,
     worked_example,
 )
-from kernelzero.judge.verdict import Verdict
-from kernelzero.parsing import ParseFailure
-from kernelzero.proposer import EXAMPLE_APIS, TaskBudget, parse_proposer_completion, proposer_messages
+from kernelzero.roles.parsing import ParseFailure
+from kernelzero.roles.proposer import EXAMPLE_APIS, TaskBudget, parse_proposer_completion, proposer_messages
 
 TASK = (
     "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def forward(self, a, b):\n"

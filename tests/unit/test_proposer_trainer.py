@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from kernelzero.parsing import ParsedCode, ParseFailure
 from kernelzero.rewards import ProposerRewardConfig
+from kernelzero.roles.parsing import ParsedCode, ParseFailure
 from kernelzero.trainers.proposer import ProposerPhaseConfig, build_proposer_trainer, proposed_task
 
 

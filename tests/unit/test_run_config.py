@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from kernelzero.config import ConfigError, RunConfig, config_from_dict, load_config, preset
+from kernelzero.loop.config import ConfigError, RunConfig, config_from_dict, load_config, preset
 
 
 def test_defaults_are_the_tiny_cpu_round():

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernelzero.runlog import KeyedLog, read_json, read_records, write_json_atomic
+from kernelzero.loop.runlog import KeyedLog, read_json, read_records, write_json_atomic
 
 SRC = str(Path(__file__).parents[2] / "src")
 
@@ -57,7 +57,7 @@ def test_atomic_write_replaces_whole_file(tmp_path):
 def test_fault_during_atomic_write_leaves_the_old_file(tmp_path):
     p = tmp_path / "state.json"
     write_json_atomic(p, {"round": 0})
-    code = f"from kernelzero.runlog import write_json_atomic; write_json_atomic({str(p)!r}, {{'round': 1}})"
+    code = f"from kernelzero.loop.runlog import write_json_atomic; write_json_atomic({str(p)!r}, {{'round': 1}})"
     env = {**os.environ, "PYTHONPATH": SRC, "KZ_FAULT_AT": "atomic:state.json"}
     proc = subprocess.run([sys.executable, "-c", code], env=env)
     assert proc.returncode == 137

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from kernelzero.coder import coder_messages, parse_coder_completion
+from kernelzero.roles.coder import coder_messages, parse_coder_completion
 from kernelzero.tasks import Task
 from kernelzero.trainers.sft import SFTPhaseConfig, SolutionPair, build_sft_trainer, sft_dataset
 

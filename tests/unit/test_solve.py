@@ -17,10 +17,10 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelzero.cli import app
-from kernelzero.coder import worked_example
+from kernelzero.eval.solve import solve, write_solve_outputs
 from kernelzero.generation.base import Completion, SamplingConfig
 from kernelzero.judge.verdict import Verdict
-from kernelzero.solve import solve, write_solve_outputs
+from kernelzero.roles.coder import worked_example
 from kernelzero.tasks import Task
 
 TASK_SOURCE = worked_example("triton")[0]

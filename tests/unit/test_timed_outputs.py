@@ -15,9 +15,9 @@ import torch
 
 from kernelzero.judge.core import Judge, Reference
 from kernelzero.judge.options import JudgeOptions
-from kernelzero.judge.sandbox import OUTPUTS, SEALS, load_sealed
+from kernelzero.judge.sandbox.process import OUTPUTS, SEALS, load_sealed
+from kernelzero.judge.sandbox.worker import _Bound, capture_output, save_captured
 from kernelzero.judge.timing import time_model
-from kernelzero.judge.worker import _Bound, capture_output, save_captured
 
 
 class _Event:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelzero import tiny
+from kernelzero.generation import tiny
 
 
 def test_tiny_model_is_a_qwen2_with_its_own_tokens(tiny_model_dir: Path):
@@ -76,7 +76,7 @@ RACE = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from kernelzero.tiny import build_once
+    from kernelzero.generation.tiny import build_once
     target, log = Path(sys.argv[1]), Path(sys.argv[2])
     def build(out):
         with open(log, "a") as f:

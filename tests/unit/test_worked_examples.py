@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelzero.proposer import EXAMPLE_APIS
+from kernelzero.roles.proposer import EXAMPLE_APIS
 
 DATA = Path(str(resources.files("kernelzero") / "data"))
 

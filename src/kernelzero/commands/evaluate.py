@@ -79,7 +79,7 @@ def eval_command(
     """Evaluate a model (or a folder of solutions) on a task set; print and write the report (resumable)."""
 
     if compare:
-        from kernelzero.eval_report import compare as compare_runs
+        from kernelzero.eval.report import compare as compare_runs
 
         try:
             typer.echo(compare_runs(*compare), nl=False)
@@ -87,7 +87,7 @@ def eval_command(
             fail(str(exc))
         return
     start = time.monotonic()
-    from kernelzero.coder import BACKENDS
+    from kernelzero.roles.coder import BACKENDS
 
     if tasks is None:
         fail("give --tasks PATH or --tasks kernelbench:LEVEL (or --compare DIR1 DIR2)")
@@ -105,7 +105,7 @@ def eval_command(
     if solutions is not None and not solutions.is_dir():
         fail(f"--solutions {solutions} is not a folder")
     the_tasks = _eval_tasks(tasks, kernelbench_dir, level)
-    from kernelzero.evaluate import find_solution, pin_config, run_eval, run_solutions
+    from kernelzero.eval.evaluate import find_solution, pin_config, run_eval, run_solutions
     from kernelzero.judge import JudgeOptions
 
     if solutions is not None and only_with_solutions:
@@ -164,12 +164,12 @@ def eval_command(
                 )
             except (GenerationError, ValueError) as exc:
                 fail(str(exc), code=1)
-    from kernelzero.eval_report import write_report
+    from kernelzero.eval.report import write_report
 
     gpu = next((r.verdict.env.get("gpu") for r in records if isinstance(r.verdict.env, dict)), None)
     meta = {**config, "device": device_name, "gpu": gpu, "date": time.strftime("%Y-%m-%d %H:%M")}
     summary = write_report(out, records, ks, meta, plots=plots)
-    from kernelzero.eval_report import render_markdown
+    from kernelzero.eval.report import render_markdown
 
     typer.echo(render_markdown(summary))
     typer.echo(f"wrote {out}/report.md, summary.json, verdicts.jsonl" + (", PNGs" if plots else "")

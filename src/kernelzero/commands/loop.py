@@ -38,16 +38,16 @@ def train_command(
     import logging
     import os
 
-    from kernelzero.config import ConfigError, load_config
+    from kernelzero.loop.config import ConfigError, load_config
 
     main_rank = os.environ.get("RANK", "0") == "0"  # under accelerate launch / torchrun, rank 0 talks and checks
 
     if resume is not None and (config is not None or preset is not None or out is not None):
         fail("--resume RUN_DIR continues that run with its own config.json: drop --config/--preset/--out")
     if resume is not None:
-        from kernelzero.coevolve import CONFIG_FILE
-        from kernelzero.config import config_from_dict
-        from kernelzero.runlog import read_json
+        from kernelzero.loop.coevolve import CONFIG_FILE
+        from kernelzero.loop.config import config_from_dict
+        from kernelzero.loop.runlog import read_json
 
         saved = read_json(resume / CONFIG_FILE)
         if saved is None:
@@ -86,7 +86,7 @@ def train_command(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from kernelzero.coevolve import CoEvolution
+    from kernelzero.loop.coevolve import CoEvolution
 
     console = Console(stderr=True)
     start = time.monotonic()
@@ -99,7 +99,7 @@ def train_command(
         loop = CoEvolution(cfg, run_dir, say=say, progress=progress)
         loop.run()
     if report and main_rank:
-        from kernelzero.report import write_report
+        from kernelzero.loop.report import write_report
 
         path = write_report(run_dir)
         typer.echo(f"report: {path}")
@@ -130,7 +130,7 @@ def sft_command(
 
     The pairs are rendered with the same Coder prompt the GRPO phase uses, so the model learns the answer format RL
     rewards. Start `kernelzero train --coder-model OUT/final` from the result."""
-    from kernelzero.coder import BACKENDS
+    from kernelzero.roles.coder import BACKENDS
 
     wanted = tuple(b.strip() for b in backends.split(",") if b.strip())
     if not wanted or any(b not in BACKENDS for b in wanted):
@@ -148,7 +148,7 @@ def sft_command(
     if pairs == "builtin":
         chosen = builtin_pairs(wanted)
     else:
-        from kernelzero.export import load_pairs
+        from kernelzero.loop.export import load_pairs
 
         chosen = [p for p in load_pairs(pairs) if p.backend in wanted]
     if not chosen:
@@ -174,7 +174,7 @@ def report_command(run_dir: Annotated[Path, typer.Argument(help="A run directory
     """Rebuild RUN_DIR/report.md and its plots from the run's JSONL records."""
     if not (run_dir / "config.json").exists():
         fail(f"{run_dir} is not a run directory (no config.json)")
-    from kernelzero.report import write_report
+    from kernelzero.loop.report import write_report
 
     typer.echo(str(write_report(run_dir)))
 
@@ -187,7 +187,7 @@ def export_command(
     """Export every correct (task, solution, verdict) of a run as a datasets dataset and JSONL, ready for SFT."""
     if not (run_dir / "config.json").exists():
         fail(f"{run_dir} is not a run directory (no config.json)")
-    from kernelzero.export import export_corpus
+    from kernelzero.loop.export import export_corpus
 
     n = export_corpus(run_dir, out)
     typer.echo(f"{n} verified solution(s) -> {out}/corpus.jsonl and {out}/dataset")

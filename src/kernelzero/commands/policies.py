@@ -40,10 +40,10 @@ def solve_command(
 ) -> None:
     """Generate solutions for one task, judge them, keep the best; print a table and write everything to --out."""
 
-    from kernelzero.coder import BACKENDS, OPTIMIZATION_PRINCIPLES
     from kernelzero.generation.base import GenerationError, SamplingConfig
-    from kernelzero.parsing import check_definitions
-    from kernelzero.proposer import TASK_DEFINITIONS
+    from kernelzero.roles.coder import BACKENDS, OPTIMIZATION_PRINCIPLES
+    from kernelzero.roles.parsing import check_definitions
+    from kernelzero.roles.proposer import TASK_DEFINITIONS
     from kernelzero.tasks import Task
 
     if backend not in BACKENDS:
@@ -62,8 +62,8 @@ def solve_command(
     except ValueError as e:
         fail(str(e))
     judge_fn = _judge_fn(device)
+    from kernelzero.eval.solve import solve, solve_table, write_solve_outputs
     from kernelzero.generation import load_policy
-    from kernelzero.solve import solve, solve_table, write_solve_outputs
 
     try:
         policy = load_policy(model, device=gen_device)
@@ -125,7 +125,7 @@ def serve_command(
     import logging
 
     from kernelzero.generation import GenerationError, load_policy
-    from kernelzero.serve import make_server
+    from kernelzero.generation.serve import make_server
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

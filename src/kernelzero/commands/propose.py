@@ -50,7 +50,7 @@ def propose_command(
 ) -> None:
     """Propose tasks from API sets, validate them in the sandbox, write the valid ones and the rejection reasons."""
     from kernelzero.curriculum.pool import TaskPool
-    from kernelzero.curriculum.propose import reasons_table
+    from kernelzero.curriculum.proposals import reasons_table
     from kernelzero.curriculum.validate import ValidationConfig, Validator
 
     try:
@@ -64,7 +64,7 @@ def propose_command(
     if validate is not None:
         _validate_folder(validate, validator, apis_from_name)
         return
-    from kernelzero.curriculum.propose import propose_batch, read_api_sets, write_outputs
+    from kernelzero.curriculum.proposals import propose_batch, read_api_sets, write_outputs
     from kernelzero.generation import load_policy
     from kernelzero.generation.base import GenerationError, SamplingConfig
 
@@ -113,7 +113,7 @@ def _update_pool(task_pool, summary, run_dir: Path) -> None:
     from dataclasses import replace
 
     from kernelzero.curriculum.frontier import api_rates, pair_rates
-    from kernelzero.curriculum.report import frontier_heatmap, hardest_table
+    from kernelzero.curriculum.heatmap import frontier_heatmap, hardest_table
 
     task_pool.next_round()
     for p in summary.proposals:
@@ -132,7 +132,7 @@ def _update_pool(task_pool, summary, run_dir: Path) -> None:
 
 def _validate_folder(folder: Path, validator, apis_from_name: bool) -> None:
 
-    from kernelzero.curriculum.propose import reasons_table
+    from kernelzero.curriculum.proposals import reasons_table
     from kernelzero.curriculum.validate import validate_folder
 
     if not folder.is_dir():

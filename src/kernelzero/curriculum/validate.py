@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kernelzero.curriculum.similarity import SimilarityIndex
-from kernelzero.proposer import TaskBudget
+from kernelzero.roles.proposer import TaskBudget
 
 # Every reason a task can be rejected, in check order, with what it means.
 REASONS: dict[str, str] = {
@@ -185,7 +185,7 @@ class Validator:
 
     def _run(self, name: str, source: str, apis: tuple[str, ...]) -> ValidationResult:
 
-        from kernelzero.judge.sandbox import ChannelError, Sandbox
+        from kernelzero.judge.sandbox.process import ChannelError, Sandbox
 
         b = self.config.budget
         seeds = [secrets.randbelow(2**31) for _ in range(3)]

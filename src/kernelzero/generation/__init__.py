@@ -1,7 +1,7 @@
 """Policy backends behind one interface, and `load_policy`, which turns a model spec into a backend.
 
 Specs (the `--model` of the CLI):
-- `None`: the tiny local model (`kernelzero.tiny`), built on first use;
+- `None`: the tiny local model (`kernelzero.generation.tiny`), built on first use;
 - a local directory: Hugging Face `transformers` weights (`hf.HFPolicy`);
 - `vllm:PATH`: vLLM's offline engine (`vllm.VLLMPolicy`, extra `vllm`);
 - `openai:MODEL@URL`: an OpenAI-compatible endpoint (`openai.OpenAIPolicy`), key from `$OPENAI_API_KEY`.
@@ -63,7 +63,7 @@ def load_policy(spec: str | None = None, *, device: str = "auto", **options: Any
         from kernelzero.generation.hf import HFPolicy
 
         if kind == "tiny":
-            from kernelzero.tiny import tiny_model_path
+            from kernelzero.generation.tiny import tiny_model_path
 
             return HFPolicy(tiny_model_path(), device=device, **options)
         if not Path(args["path"]).exists():

@@ -31,12 +31,12 @@ from typing import Any
 
 import torch
 
-from kernelzero.judge.build import BuildFarm
+from kernelzero.judge.build.farm import BuildFarm
 from kernelzero.judge.check import compare
 from kernelzero.judge.env import fingerprint
 from kernelzero.judge.guards import STATIC, library_op_violation, timing_violation
 from kernelzero.judge.options import BACKENDS, JudgeOptions
-from kernelzero.judge.sandbox import ChannelError, Sandbox, WarmSandboxes, isolation_mode
+from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes, isolation_mode
 from kernelzero.judge.verdict import Timing, Verdict
 from kernelzero.tasks import Task
 

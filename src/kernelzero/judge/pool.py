@@ -24,11 +24,11 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from kernelzero.judge.build import BuildFarm
+from kernelzero.judge.build.farm import BuildFarm
 from kernelzero.judge.core import Judge, source_hash
-from kernelzero.judge.gpulock import SharedExclusiveLock
 from kernelzero.judge.options import JudgeOptions
-from kernelzero.judge.sandbox import WarmSandboxes
+from kernelzero.judge.sandbox.gpulock import SharedExclusiveLock
+from kernelzero.judge.sandbox.process import WarmSandboxes
 from kernelzero.judge.verdict import Verdict
 from kernelzero.tasks import Task
 

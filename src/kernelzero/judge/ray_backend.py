@@ -19,11 +19,11 @@ import threading
 from concurrent.futures import Future
 from pathlib import Path
 
-from kernelzero.judge.build import BuildFarm, BuildResult
+from kernelzero.judge.build.farm import BuildFarm, BuildResult
 from kernelzero.judge.core import Judge
-from kernelzero.judge.gpulock import SharedExclusiveLock
 from kernelzero.judge.options import JudgeOptions
 from kernelzero.judge.pool import JudgePool
+from kernelzero.judge.sandbox.gpulock import SharedExclusiveLock
 from kernelzero.tasks import Task
 
 try:

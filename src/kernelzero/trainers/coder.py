@@ -28,7 +28,6 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
-from kernelzero.coder import BACKENDS, coder_messages, parse_coder_completion
 from kernelzero.judge.verdict import STATUSES, Verdict
 from kernelzero.rewards.cagrpo import (
     GateConfig,
@@ -37,6 +36,7 @@ from kernelzero.rewards.cagrpo import (
     mask_groups,
     uninformative_groups,
 )
+from kernelzero.roles.coder import BACKENDS, coder_messages, parse_coder_completion
 from kernelzero.tasks import Task
 from kernelzero.trainers.coder_rewards import CodeParser, JudgeFn, VerdictLedger, make_coder_reward_funcs
 from kernelzero.trainers.common import (
@@ -57,7 +57,7 @@ PromptFn = Callable[[Task, str], list[dict]]
 
 
 def coder_prompt(task: Task, backend: str) -> list[dict]:
-    """The Coder's chat for a task (kernelzero.coder's prompt: rules, a worked example, the task)."""
+    """The Coder's chat for a task (kernelzero.roles.coder's prompt: rules, a worked example, the task)."""
     return coder_messages(task.source, backend)
 
 

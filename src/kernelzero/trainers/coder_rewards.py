@@ -23,14 +23,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from kernelzero.judge.verdict import Verdict
-from kernelzero.parsing import ParsedCode, ParseResult
+from kernelzero.roles.parsing import ParsedCode, ParseResult
 from kernelzero.tasks import Task
 from kernelzero.trainers.common import completion_text
 
 JudgeFn = Callable[[Task, str, str], Awaitable[Verdict]]
 """`await judge_fn(task, candidate_source, backend) -> Verdict`, e.g. `pool.ajudge` of kernelzero.judge."""
 CodeParser = Callable[[str], ParseResult]
-"""A completion parser such as `kernelzero.coder.parse_coder_completion`."""
+"""A completion parser such as `kernelzero.roles.coder.parse_coder_completion`."""
 
 
 def correct_value(v: Verdict) -> float | None:

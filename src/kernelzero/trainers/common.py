@@ -43,7 +43,7 @@ class GRPOPhaseConfig:
     output_dir: str = "runs/phase"
     """Checkpoints (`checkpoint-N/`), the final model (`final/`), `phase_config.json` and `metrics.jsonl` go here."""
     model: str | None = None
-    """Local path or hub id of the policy. None: the tiny CPU model (`kernelzero.tiny.tiny_model_path()`)."""
+    """Local path or hub id of the policy. None: the tiny CPU model (`kernelzero.generation.tiny.tiny_model_path()`)."""
     learning_rate: float = 1e-5
     max_steps: int = 1
     per_device_train_batch_size: int = 4
@@ -147,7 +147,7 @@ def resolve_model_path(model: str | None) -> str:
     """The configured model, or the tiny CPU model when none is configured."""
     if model is not None:
         return model
-    from kernelzero.tiny import tiny_model_path
+    from kernelzero.generation.tiny import tiny_model_path
 
     return str(tiny_model_path())
 

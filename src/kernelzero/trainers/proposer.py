@@ -23,9 +23,9 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
-from kernelzero.parsing import ParsedCode
-from kernelzero.proposer import parse_proposer_completion, proposer_messages
 from kernelzero.rewards.proposer import ProposerRewardConfig, penalised_rewards, proposer_reward
+from kernelzero.roles.parsing import ParsedCode
+from kernelzero.roles.proposer import parse_proposer_completion, proposer_messages
 from kernelzero.tasks import Task
 from kernelzero.trainers.coder_rewards import CodeParser
 from kernelzero.trainers.common import (

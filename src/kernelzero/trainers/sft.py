@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from kernelzero.coder import BACKENDS
+from kernelzero.roles.coder import BACKENDS
 from kernelzero.tasks import Task
 from kernelzero.trainers.coder import PromptFn, coder_answer, coder_prompt
 from kernelzero.trainers.common import (
@@ -47,7 +47,7 @@ def _data_root():
 def builtin_pairs(backends: Iterable[str] = ("triton", "cuda")) -> list[SolutionPair]:
     """The shipped seed tasks (`coevolve.seed_tasks("builtin")`, named `seed-<stem>`) paired with their judged
     solutions (`data/seed_solutions/<backend>/<stem>.py`); one pair per task and backend."""
-    from kernelzero.coevolve import SEED_PREFIX, seed_tasks
+    from kernelzero.loop.coevolve import SEED_PREFIX, seed_tasks
 
     backends = tuple(backends)
     for backend in backends:
@@ -71,7 +71,7 @@ class SFTPhaseConfig:
 
     output_dir: str = "runs/sft"
     model: str | None = None
-    """Local path or hub id. None: the tiny CPU model (`kernelzero.tiny.tiny_model_path()`)."""
+    """Local path or hub id. None: the tiny CPU model (`kernelzero.generation.tiny.tiny_model_path()`)."""
     learning_rate: float = 2e-5
     num_train_epochs: float = 1.0
     max_steps: int = 1

@@ -4,7 +4,7 @@ gc.get_objects() and those attributes are replaced with fakes that report ~0 for
 call, BOTH the event clock and the wall clock, consistently.
 
 WHAT: a judge that "binds its clocks before importing the candidate, so later monkeypatching cannot reach them"
-(kernelzero.judge.worker._Bound, for one) keeps them as attributes of an ordinary object in the candidate's own
+(kernelzero.judge.sandbox.worker._Bound, for one) keeps them as attributes of an ordinary object in the candidate's own
 process; the candidate edits that object, not torch. Because the wall clock is forged too, an event-vs-wall
 comparison (the `side_stream` guard) sees nothing odd.
 WHY A NAIVE HARNESS PASSES IT: its values are exact (honest kernel). The naive harness binds no clocks, so here the

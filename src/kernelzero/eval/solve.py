@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernelzero.coder import Attempt, coder_messages, feedback_from_verdict, parse_coder_completion
 from kernelzero.generation.base import Completion, Policy, SamplingConfig
 from kernelzero.judge.verdict import Verdict
-from kernelzero.parsing import ParsedCode
+from kernelzero.roles.coder import Attempt, coder_messages, feedback_from_verdict, parse_coder_completion
+from kernelzero.roles.parsing import ParsedCode
 from kernelzero.tasks import Task
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from kernelzero.parsing import ParsedCode, ParseResult, extract_code
+from kernelzero.roles.parsing import ParsedCode, ParseResult, extract_code
 
 if TYPE_CHECKING:
     from kernelzero.judge.verdict import Verdict

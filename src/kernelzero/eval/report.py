@@ -1,6 +1,6 @@
 """The eval report: per-level figures from eval records (pass@k, fast_p strict and noise-aware, geomean, statuses).
 
-Every figure is a call into `kernelzero.metrics` on per-task outcomes, so the report and the metrics module cannot
+Every figure is a call into `kernelzero.eval.metrics` on per-task outcomes, so the report and the metrics module cannot
 disagree. Definitions (also printed under the tables):
 - a *sample* is one refinement chain; it counts as correct by turn t when any of its turns <= t passed. pass@k is
   the unbiased estimator over each task's n chains at the last turn (and per turn, for the pass@k-by-turn figure);
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelzero import metrics
-from kernelzero.evaluate import MISSING_GUARD, EvalRecord
+from kernelzero.eval import metrics
+from kernelzero.eval.evaluate import MISSING_GUARD, EvalRecord
 from kernelzero.judge.verdict import Timing, Verdict
 
 FAST_PS = (0.0, 1.0, 2.0)
@@ -277,7 +277,7 @@ def write_report(
     (out / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     (out / REPORT).write_text(render_markdown(summary), encoding="utf-8")
     if plots:
-        from kernelzero.eval_plots import write_plots
+        from kernelzero.eval.plots import write_plots
 
         write_plots(out, records, task_outcomes(records), summary)
     return summary

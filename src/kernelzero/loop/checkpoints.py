@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-from kernelzero.runlog import FAULT_ENV, fault
+from kernelzero.loop.runlog import FAULT_ENV, fault
 
 
 def clean_torn_checkpoints(output_dir: Path) -> list[str]:

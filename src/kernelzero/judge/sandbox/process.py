@@ -211,7 +211,7 @@ class WorkerExit:
 
 @dataclass
 class Sandbox:
-    """One worker process running `python -m kernelzero.judge.worker` on one job, in its own scratch directory."""
+    """One worker process running `python -m kernelzero.judge.sandbox.worker` on one job, in its own scratch dir."""
 
     job: dict[str, Any]
     device: str = "cpu"
@@ -242,7 +242,7 @@ class Sandbox:
         r_fd, w_fd = os.pipe()
         self._outputs = {name: os.memfd_create(f"kz-{name}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING) for name in OUTPUTS}
         self._log = open(self.scratch / "worker.log", "wb")
-        cmd = [sys.executable, "-m", "kernelzero.judge.worker", str(w_fd)]
+        cmd = [sys.executable, "-m", "kernelzero.judge.sandbox.worker", str(w_fd)]
         if self.isolation == "namespaces":
             cmd = ["unshare", "--pid", "--fork", "--net", "--mount", "--kill-child", "--mount-proc",
                    "sh", "-c", _PRELUDE, "kz-prelude", *cmd]  # fmt: skip
@@ -263,7 +263,7 @@ class Sandbox:
         return self._proc is not None and self._proc.poll() is None
 
     def _env(self) -> dict[str, str]:
-        src = str(Path(__file__).resolve().parents[2])  # the directory holding the kernelzero package
+        src = str(Path(__file__).resolve().parents[3])  # the directory holding the kernelzero package
         keep = ("PATH", "LANG", "LC_ALL", "CXX", "CC", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
                 "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
                 "NCCL_NVLS_ENABLE", "TORCH_CUDA_ARCH_LIST", "PYENV_VERSION", "VIRTUAL_ENV")  # fmt: skip

@@ -1,7 +1,7 @@
 """The worker: the only place task and candidate code runs. One job per process, then it exits.
 
-Started by `Sandbox` as `python -m kernelzero.judge.worker RESULT_FD`; reads one JSON job line on stdin, reports on
-the signed channel (RESULT_FD). Jobs:
+Started by `Sandbox` as `python -m kernelzero.judge.sandbox.worker RESULT_FD`; reads one JSON job line on stdin,
+reports on the signed channel (RESULT_FD). Jobs:
 - `reference`: build `Model`, draw inputs per seed on the device, write outputs to its `out` memfd, optionally time the
   eager model and `torch.compile` of it. Never imports candidate code, so it cannot be slowed or patched by one.
 - `candidate`: import the candidate file (this builds CUDA extensions / defines Triton kernels), build `ModelNew`
@@ -16,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import gc
 import hashlib
+import importlib
 import json
 import os
 import secrets
@@ -27,9 +28,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernelzero.judge.build import install_load_inline_shim
-from kernelzero.judge.headers import probe_headers
-from kernelzero.judge.sandbox import SEALS, Channel
+from kernelzero.judge.build.farm import install_load_inline_shim
+from kernelzero.judge.build.headers import probe_headers
+from kernelzero.judge.sandbox.process import SEALS, Channel
 from kernelzero.judge.timing import time_model
 
 
@@ -536,7 +537,7 @@ def _cuda_profiler(torch):
 
 JOBS = {"reference": _job_reference, "candidate": _job_candidate, "build": _job_build,
         "probe_headers": _job_probe_headers}
-JOBS["validate"] = __import__("kernelzero.judge.validate_job").judge.validate_job.bind(sys.modules[__name__])
+JOBS["validate"] = importlib.import_module("kernelzero.judge.sandbox.validate_job").bind(sys.modules[__name__])
 
 
 def prewarm(torch, device: str) -> None:

@@ -37,18 +37,18 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kernelzero.checkpoints import (
+from kernelzero.loop.checkpoints import (
     checkpoint_fault,
     clean_torn_checkpoints,
     export_final,
     finished_checkpoint,
     quiet_trainer_prints,
 )
-from kernelzero.config import RunConfig, config_from_dict
-from kernelzero.runlog import KeyedLog, fault, read_json, write_json_atomic
+from kernelzero.loop.config import RunConfig, config_from_dict
+from kernelzero.loop.runlog import KeyedLog, fault, read_json, write_json_atomic
 from kernelzero.tasks import Task, task_from_record, task_to_record
 
-logger = logging.getLogger("kernelzero.coevolve")
+logger = logging.getLogger("kernelzero.loop.coevolve")
 
 STATE_FILE, CONFIG_FILE = "state.json", "config.json"
 TASKS_FILE, VERDICTS_FILE, METRICS_FILE = "tasks.jsonl", "verdicts.jsonl", "metrics.jsonl"
@@ -275,7 +275,7 @@ class CoEvolution:
 
         loop = self.config.loop
         if loop.api_sets is not None:
-            from kernelzero.curriculum.propose import read_api_sets
+            from kernelzero.curriculum.proposals import read_api_sets
 
             sets = read_api_sets(loop.api_sets)
             n = loop.api_sets_per_round
@@ -302,9 +302,9 @@ class CoEvolution:
         async def coder_success_fn(task: Task) -> float | None:
             if coder is None:
                 return None
-            from kernelzero.coder import coder_messages, parse_coder_completion
             from kernelzero.judge.verdict import Verdict
-            from kernelzero.parsing import ParsedCode
+            from kernelzero.roles.coder import coder_messages, parse_coder_completion
+            from kernelzero.roles.parsing import ParsedCode
 
             def generate():
                 with gen_lock:
@@ -376,7 +376,7 @@ class CoEvolution:
     # ------------------------------------------------------------------ r.tasks
     def _unit_tasks(self, r: int) -> None:
         from kernelzero.curriculum.frontier import batch_rewards, success_rate
-        from kernelzero.curriculum.propose import propose_batch
+        from kernelzero.curriculum.proposals import propose_batch
 
         loop = self.config.loop
         pool = self.pool()
@@ -388,7 +388,7 @@ class CoEvolution:
         del proposer
         valid = [p for p in summary.proposals if p.result.valid]
         if valid and loop.coder_k > 0:
-            from kernelzero.solve import solve
+            from kernelzero.eval.solve import solve
 
             coder = self._policy("coder")
             self.say(f"  judging {loop.coder_k} frozen-Coder samples on each of {len(valid)} valid tasks (l(m))")
@@ -446,8 +446,8 @@ class CoEvolution:
 
     # ------------------------------------------------------------------ r.coder
     def _unit_coder(self, r: int) -> None:
-        from kernelzero.coder import parse_coder_completion
-        from kernelzero.parsing import ParsedCode
+        from kernelzero.roles.coder import parse_coder_completion
+        from kernelzero.roles.parsing import ParsedCode
         from kernelzero.trainers import run_coder_phase
 
         tasks = [task_from_record(t, "state.json", 0) for t in self.state.rounds[str(r)]["coder_tasks"]]

@@ -67,7 +67,7 @@ def build_pch(
     `out/kz_lean.h.gch` instead, the lean header set, and the stand-in includes that."""
     import torch.utils.cpp_extension as cpp
 
-    from kernelzero.judge.lean import HEADER, header_text
+    from kernelzero.judge.build.lean import HEADER, header_text
 
     include = Path(cpp.include_paths()[0])
     name = "all.h" if light else "extension.h"

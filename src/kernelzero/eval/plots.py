@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kernelzero.evaluate import MISSING_GUARD, EvalRecord
+from kernelzero.eval.evaluate import MISSING_GUARD, EvalRecord
 
 # One colour per outcome, greens for good, reds for broken, grey for not the candidate's doing.
 STATUS_COLORS = {

@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from kernelzero.runlog import read_records
+from kernelzero.loop.runlog import read_records
 
 
 def corpus_rows(run_dir: str | os.PathLike) -> list[dict]:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from kernelzero.parsing import ParseResult, extract_code
+from kernelzero.roles.parsing import ParseResult, extract_code
 
 # What a KernelBench-format task defines at top level.
 TASK_DEFINITIONS = ("class Model", "def get_inputs", "def get_init_inputs")

@@ -2,7 +2,7 @@
 
 `propose_batch` is the one path; the CLI only parses options and prints. A completion without a usable code block
 is rejected as `parse` (the parser's reason in the detail). With a Coder, every valid task gets k judged samples
-(`kernelzero.solve`), l(m) and the Proposer reward; without one, only validation runs and rewards are rho for
+(`kernelzero.eval.solve`), l(m) and the Proposer reward; without one, only validation runs and rewards are rho for
 invalid tasks and None (unmeasured) for valid ones.
 """
 
@@ -84,8 +84,8 @@ def propose_batch(
 ) -> ProposeSummary:
     """Generate one task per API set, validate all (concurrently), optionally score valid ones with k Coder samples."""
     from kernelzero.generation.base import SamplingConfig
-    from kernelzero.parsing import ParsedCode
-    from kernelzero.proposer import parse_proposer_completion, proposer_messages
+    from kernelzero.roles.parsing import ParsedCode
+    from kernelzero.roles.proposer import parse_proposer_completion, proposer_messages
 
     say = on_stage or (lambda _msg: None)
     sampling = sampling or SamplingConfig()
@@ -111,7 +111,7 @@ def propose_batch(
         out.append(p)
     valid = [p for p in out if p.result.valid]
     if coder is not None and k > 0 and valid:
-        from kernelzero.solve import solve
+        from kernelzero.eval.solve import solve
 
         say(f"judging {k} Coder samples on each of {len(valid)} valid tasks")
         for p in valid:

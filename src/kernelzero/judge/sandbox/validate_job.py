@@ -17,12 +17,12 @@ from __future__ import annotations
 from functools import partial
 from types import ModuleType
 
-from kernelzero.judge.sandbox import Channel
+from kernelzero.judge.sandbox.process import Channel
 
 
 def bind(worker: ModuleType):
     """The job function for `worker.JOBS`, bound to the running worker module. The worker runs as `__main__`, so
-    importing `kernelzero.judge.worker` from here would load a second copy whose `StageError` its `main` never
+    importing `kernelzero.judge.sandbox.worker` from here would load a second copy whose `StageError` its `main` never
     catches; taking the module as an argument keeps one copy (and keeps the edit in worker.py to one line)."""
     return partial(_job_validate, w=worker)
 

@@ -1,7 +1,7 @@
 """Running an evaluation: generate (or read) solutions for a task set, judge them, and record every verdict, resumably.
 
-Two modes share one record format and one report (`kernelzero.eval_report`):
-- `run_eval`: N samples per task and up to T refinement turns, through `kernelzero.solve.solve` (the same loop as
+Two modes share one record format and one report (`kernelzero.eval.report`):
+- `run_eval`: N samples per task and up to T refinement turns, through `kernelzero.eval.solve.solve` (the same loop as
   `kernelzero solve`, so turn t > 1 sees the judge's feedback on the same sample's turn t - 1);
 - `run_solutions`: one existing solution file per task (`DIR/NAME.py` or `DIR/levelL/NAME.py`), judged as sample 0,
   turn 1; a task with no file gets a `format_error` record with guard `missing_solution` (counted as not solved).
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from kernelzero.eval.solve import JudgeFn, JudgeManyFn, Rollout, solve
 from kernelzero.generation.base import Completion, Policy, SamplingConfig
 from kernelzero.judge.verdict import Verdict
-from kernelzero.solve import JudgeFn, JudgeManyFn, Rollout, solve
 from kernelzero.tasks import Task
 
 VERDICTS = "verdicts.jsonl"

@@ -1,0 +1,1 @@
+"""The co-evolution loop: its config, the round driver, run records and state, checkpoints, report and export."""
