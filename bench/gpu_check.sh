@@ -3,7 +3,7 @@
 # Carry .whl (wheels the image lacks: pydantic for KernelBench; trl, datasets, dill, multiprocess for `train`) and .kb
 # (a KernelBench checkout's src/ and KernelBench/level1,2 for `eval`, never committed) and .audit (the libclang wheel, for
 # `lean_audit` when no table matches the machine's torch headers: it writes one, into the tree and $OUT).
-# Steps (KZ_STEPS): gpu_tests timing lean_audit pch_check throughput first_call train eval; on 2+ GPUs (issue 11): coder2
+# Steps (KZ_STEPS): gpu_tests timing lean_audit pch_check throughput first_call train eval; on 2+ GPUs: coder2
 # multi_gpu.
 set -uo pipefail
 OUT="${OUT:-/tmp/kz-out}"; mkdir -p "$OUT"
@@ -23,7 +23,7 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
     lean_audit) step lean_audit bash -c "python3 -c 'import sys; from kernelzero.judge.build.lean import installed_table; \
               sys.exit(installed_table() is None)' && echo 'the audited lean table matches these headers' || { \
               python3 -m pip install -q --no-index --no-deps --target /tmp/lc .audit/*.whl && PYTHONPATH=/tmp/lc:\$PYTHONPATH \
-              python3 bench/lean_audit.py --out src/kernelzero/judge/lean_tables && cp src/kernelzero/judge/lean_tables/*.json $OUT/; }" ;;
+              python3 bench/lean_audit.py --out src/kernelzero/judge/build/lean_tables && cp src/kernelzero/judge/build/lean_tables/*.json $OUT/; }" ;;
     pch_check) step pch_check timeout ${KZ_PCH_TIMEOUT:-300} python3 bench/pch_check.py --out "$OUT/pch_check.json" ;;
     timing) step timing python3 bench/timing_fidelity.py --task tests/fixtures/gpu/relu_big_task.py \
               --solution tests/fixtures/gpu/relu_triton_ok.py --backend triton --repeats 5 \

@@ -1,4 +1,4 @@
-"""Audit torch's headers for the lean host build (issue 5; judge/lean.py): writes the table the judge needs.
+"""Audit torch's headers for the lean host build (judge/build/lean.py): writes the table the judge needs.
 
 The lean build compiles a bound candidate's host TU against fewer headers than torch/extension.h: everything it
 includes except torch/{data,jit,nn,optim,serialize}.h and pybind11 (the standard headers and Python.h stay). That
@@ -24,7 +24,7 @@ does not), and sorts the names into what the judge's guard needs:
 The table is keyed by a digest of the audited torch headers; the judge uses the lean build only where the installed
 headers match it. libclang is needed here only (`pip install libclang`), not by the judge.
 
-    python bench/lean_audit.py --out src/kernelzero/judge/lean_tables/           # the installed torch
+    python bench/lean_audit.py --out src/kernelzero/judge/build/lean_tables/           # the installed torch
     python bench/lean_audit.py --torch-include /tmp/t211/x/torch/include --torch-version 2.11.0 --std c++17 --out ...
 """
 

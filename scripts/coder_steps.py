@@ -1,4 +1,4 @@
-"""A few CA-GRPO Coder steps with the real judge, on one process or several (issue 11: two GPUs).
+"""A few CA-GRPO Coder steps with the real judge, on one process or several (two GPUs).
 
 Every process trains its share of each batch and judges its own rollouts on its own GPU (`JudgePool(devices=
 [LOCAL_RANK])`: one judge per GPU, so no two judges time kernels on the same device). Groups are split across

@@ -26,7 +26,7 @@ GUARDS = {
     "input_mutation", "dtype", "stale_memory", "degenerate", "roofline",
 }  # fmt: skip
 COMPARE_GUARDS = {"value", "dtype", "shape", "structure"}  # what an `incorrect` verdict names (judge/check.py)
-FAMILIES = {  # the 12 families of issue 4, then the extras
+FAMILIES = {  # the first 12 families, then the extras
     "decoy_unlaunched", "decoy_launch", "fallback", "caching", "replay", "side_stream", "timer", "tensor_subclass",
     "stale_memory", "input_mutation", "precision", "degenerate",
     "monkeypatch", "threads", "harness_import", "inheritance", "aliasing",

@@ -63,7 +63,7 @@ def test_gate_sees_whole_group_split_across_two_processes(tiny_model_dir, tmp_pa
 
 @pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun not on PATH")
 def test_coder_steps_script_two_processes_real_judge(tiny_model_dir, tmp_path):
-    """scripts/coder_steps.py (issue 11's two-GPU run) on two CPU processes: real CPU judge per process, one group of
+    """scripts/coder_steps.py (the two-GPU run) on two CPU processes: real CPU judge per process, one group of
     three split across the ranks, and the gate TRL applied equals CA-GRPO over whole groups."""
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false",
                PYTHONPATH=f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")  # fmt: skip

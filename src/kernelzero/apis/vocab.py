@@ -8,7 +8,7 @@ Names are the extractor's canonical names (see `extract.py`): `nn.Conv2d`, `F.ge
 `Tensor.view`, `op.add`. Each entry's key is the spelling shown to the Proposer; its aliases are the other
 spellings of the same op. Where module and functional forms exist, the key is the form people write most.
 
-Left out on purpose: dropout and other random ops (a task must be deterministic, DESIGN.md section 3), casts and
+Left out on purpose: dropout and other random ops (a task must be deterministic: validation runs it twice), casts and
 device moves, tensor creation (`torch.zeros`, `torch.arange`), and recurrent layers (one "API" that is a whole
 model, and not a single kernel).
 """

@@ -1,4 +1,4 @@
-"""The judge: sandboxed build, correctness check and timing of CUDA and Triton candidates (DESIGN.md section 4).
+"""The judge: sandboxed build, correctness check and timing of CUDA and Triton candidates.
 
     from kernelzero.judge import judge, JudgeOptions
     verdict = judge(task, candidate_source, backend="triton", options=JudgeOptions(device="auto"))

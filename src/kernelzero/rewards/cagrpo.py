@@ -1,4 +1,4 @@
-"""CA-GRPO, the Coder's correctness-gated reward (DESIGN.md section 3), per group and over a gathered reward matrix.
+"""CA-GRPO, the Coder's correctness-gated reward, per group and over a gathered reward matrix.
 
 For a group G of rollouts on one task, with c_i in {0, 1} and S_i the measured speedup over the eager reference:
 

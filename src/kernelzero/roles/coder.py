@@ -1,6 +1,6 @@
 """Coder prompts and parsing: task in, chat messages out (rules, a worked example, judge feedback); code back out.
 
-The prompt states the judge's contract (DESIGN.md section 4) in the model's terms, so that a rejected solution was
+The prompt states the judge's contract (judge/core.py) in the model's terms, so that a rejected solution was
 told beforehand why it would be. Each backend has one worked example written by us: a real, correct kernel for a
 small task, kept as files in `kernelzero/data/` so a test can run them (the Triton one under the interpreter on CPU,
 the CUDA one on a GPU). Multi-turn refinement appends the previous answers and the judge's feedback as further

@@ -1,4 +1,4 @@
-"""Lighter host builds: the candidate's C++ translation unit without pybind11 (issue 5).
+"""Lighter host builds: the candidate's C++ translation unit without pybind11.
 
 load_inline binds the candidate's functions in the candidate's own TU: torch/extension.h (torch/all.h, plus
 torch/python.h with pybind11 and torch's Python casters) and one `m.def` per function. With GCC that header set

@@ -1,4 +1,4 @@
-"""Precompiled torch headers for the build farm's host TUs (issue 5): the flags torch gives a load_inline C++ TU,
+"""Precompiled torch headers for the build farm's host TUs: the flags torch gives a load_inline C++ TU,
 building a `.gch` for them, and asking a compiler whether it takes one.
 
 GCC uses a `.gch` only when the compiling binary and the flags that matter are those it was built with, and skips

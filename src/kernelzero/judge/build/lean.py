@@ -1,4 +1,4 @@
-"""The lean host build: a bound candidate's C++ TU against fewer of torch's headers (issue 5).
+"""The lean host build: a bound candidate's C++ TU against fewer of torch's headers.
 
 A host TU bound through the bridge (bind.py) includes torch/all.h. GCC instantiates the pending templates of every
 header in every TU, precompiled or not, and most of all.h's are torch's C++ frontend (nn, optim, data, jit,
