@@ -61,10 +61,11 @@ def main() -> None:
 
     import torch
 
-    from kernelzero.loop.coevolve import seed_tasks
     from kernelzero.judge import JudgeOptions
     from kernelzero.judge.pool import JudgePool
-    from kernelzero.trainers import CoderPhaseConfig, run_coder_phase
+    from kernelzero.tasks import seed_tasks
+    from kernelzero.trainers.coder import run_coder_phase
+    from kernelzero.trainers.config import CoderPhaseConfig
 
     cuda = torch.cuda.is_available()
     local_rank = int(os.environ.get("LOCAL_RANK", 0))

@@ -8,6 +8,9 @@ A task is one Python source defining `class Model` (with `forward`), `get_inputs
 - a KernelBench checkout: a folder holding `level1`..`level4` folders, or holding a `KernelBench/` folder that does;
 - a `.jsonl` corpus, one task record per line, as `write_corpus` writes it.
 
+`seed_tasks` gives the small set shipped in the package (`kernelzero/data/seed_tasks/`), which the loop falls back
+on when the pool has no task for a Coder phase and which the SFT cold start pairs with their solutions.
+
 Every file is checked with `ast` only. A malformed file is never skipped: loading collects one `TaskFormatError`
 per bad file (its str is one line, `FILE:LINE: what is wrong`) and raises them together as a `TaskLoadError`.
 """
@@ -17,8 +20,11 @@ from __future__ import annotations
 import ast
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
+
+from kernelzero.apis.extract import extract_apis
 
 ORIGINS = ("kernelbench", "proposed", "user", "recycled")
 REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")
@@ -71,8 +77,6 @@ def parse_task(
 
     Raises TaskFormatError naming the file (`path`, else `name`), the line, and what is missing or malformed.
     """
-    from kernelzero.apis.extract import extract_apis
-
     where = path or name
     if origin not in ORIGINS:
         raise ValueError(f"origin {origin!r} is not one of {', '.join(ORIGINS)}")
@@ -280,3 +284,22 @@ def write_corpus(tasks: list[Task], path: str | Path) -> Path:
             f.write(json.dumps(task_to_record(task), ensure_ascii=False) + "\n")
     tmp.replace(p)
     return p
+
+
+SEED_PREFIX = "seed-"  # seed tasks are named `seed-<name>` in the loop's records
+
+
+def seed_tasks(spec: str) -> list[Task]:
+    """The fallback Coder tasks: `builtin` (shipped in the package), a folder, a .jsonl corpus, or `none`. Each is
+    named `seed-<name>`, with origin `user` and no path."""
+    if spec == "none":
+        return []
+    if spec == "builtin":
+        folder = resources.files("kernelzero").joinpath("data", "seed_tasks")
+        with resources.as_file(folder) as path:
+            tasks = load_tasks(path)
+    elif spec.endswith(".jsonl"):
+        tasks = read_corpus(spec)
+    else:
+        tasks = load_tasks(spec)
+    return [replace(t, name=f"{SEED_PREFIX}{t.name}", origin="user", path=None) for t in tasks]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kernelzero.trainers import builtin_pairs
+from kernelzero.trainers.sft import builtin_pairs
 
 pytestmark = pytest.mark.gpu
 PAIRS = builtin_pairs(backends=("cuda",))

@@ -13,7 +13,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for support.py
 
 from kernelzero.tasks import Task
-from kernelzero.trainers import CoderPhaseConfig, run_coder_phase
+from kernelzero.trainers.coder import run_coder_phase
+from kernelzero.trainers.config import CoderPhaseConfig
 from support import ScriptedJudge, accept_any_text, fail, ok
 
 # Per rank, in call order: step 1's three rollouts, then step 2's.

@@ -6,10 +6,11 @@ from pathlib import Path
 import pytest
 
 from kernelzero.tasks import Task
-from kernelzero.trainers import CoderPhaseConfig, run_coder_phase
+from kernelzero.trainers.coder import run_coder_phase
 from kernelzero.trainers.common import resolve_resume
-from kernelzero.trainers.proposer import ProposerPhaseConfig, run_proposer_phase
-from kernelzero.trainers.sft import SFTPhaseConfig, run_sft
+from kernelzero.trainers.config import CoderPhaseConfig, ProposerPhaseConfig, SFTPhaseConfig
+from kernelzero.trainers.proposer import run_proposer_phase
+from kernelzero.trainers.sft import run_sft
 from support import ScriptedJudge, accept_any_text, fail, ok
 
 TASKS = [Task(name="a", source="# a"), Task(name="b", source="# b")]

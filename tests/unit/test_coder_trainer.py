@@ -7,10 +7,11 @@ import statistics
 import pytest
 import torch
 
-from kernelzero.rewards import GateConfig
+from kernelzero.rewards.config import GateConfig
 from kernelzero.roles.coder import coder_messages
 from kernelzero.tasks import Task
-from kernelzero.trainers import CoderPhaseConfig, build_coder_trainer, coder_dataset
+from kernelzero.trainers.coder import build_coder_trainer, coder_dataset
+from kernelzero.trainers.config import CoderPhaseConfig
 from support import ScriptedJudge, accept_any_text, fail, ok
 
 NAN = float("nan")

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kernelzero.rewards import GateConfig
-from kernelzero.trainers import CoderPhaseConfig
+from kernelzero.rewards.config import GateConfig
+from kernelzero.trainers.config import CoderPhaseConfig
 from kernelzero.trainers.presets import coder_preset, proposer_preset, sft_preset
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,9 +3,10 @@
 import pytest
 import torch
 
-from kernelzero.rewards import ProposerRewardConfig
+from kernelzero.rewards.proposer import ProposerRewardConfig
 from kernelzero.roles.parsing import ParsedCode, ParseFailure
-from kernelzero.trainers.proposer import ProposerPhaseConfig, build_proposer_trainer, proposed_task
+from kernelzero.trainers.config import ProposerPhaseConfig
+from kernelzero.trainers.proposer import build_proposer_trainer, proposed_task
 
 
 def task(op: str, shape: str) -> str:

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from kernelzero.rewards import (
+from kernelzero.rewards.cagrpo import (
     GateConfig,
     SpeedupShaping,
     gate_open_per_group,

@@ -2,15 +2,17 @@
 
 import pytest
 
-from kernelzero.rewards import (
+from kernelzero.rewards.proposer import (
     ProposerRewardConfig,
     duplicate_clusters,
     frontier_reward,
+    jaccard,
+    ngram_set,
+    normalised_tokens,
     penalised_rewards,
     proposer_reward,
     repetition_penalties,
 )
-from kernelzero.rewards.proposer import jaccard, ngram_set, normalised_tokens
 
 TASK_A = '''
 import torch

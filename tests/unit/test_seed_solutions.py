@@ -9,8 +9,8 @@ import pytest
 
 from kernelzero.judge import JudgeOptions
 from kernelzero.judge.core import Judge
-from kernelzero.trainers import builtin_pairs
 from kernelzero.trainers import sft as sft_module
+from kernelzero.trainers.sft import builtin_pairs
 
 DATA = Path(str(resources.files("kernelzero") / "data"))
 STEMS = sorted(p.stem for p in (DATA / "seed_tasks").glob("*.py"))

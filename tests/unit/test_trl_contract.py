@@ -5,7 +5,7 @@ import inspect
 import trl
 from trl import GRPOTrainer
 
-from kernelzero.trainers import CoderGRPOTrainer
+from kernelzero.trainers.coder import CoderGRPOTrainer
 from kernelzero.trainers.proposer import ProposerGRPOTrainer
 
 
@@ -36,7 +36,7 @@ def test_activation_checkpointing_reaches_trl_under_this_transformers_name(tmp_p
     `args.gradient_checkpointing` either way, so both values must arrive there."""
     from trl import GRPOConfig
 
-    from kernelzero.trainers.common import checkpointing_kwarg
+    from kernelzero.trainers.config import checkpointing_kwarg
 
     for on in (True, False):
         args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none",

@@ -18,8 +18,12 @@ from pathlib import Path
 from kernelzero.curriculum.frontier import batch_rewards, success_rate
 from kernelzero.curriculum.pool import atomic_write
 from kernelzero.curriculum.validate import REASONS, ValidationResult, Validator
+from kernelzero.eval.solve import solve
+from kernelzero.generation.base import SamplingConfig
 from kernelzero.rewards.proposer import ProposerRewardConfig
-from kernelzero.tasks import Task
+from kernelzero.roles.parsing import ParsedCode
+from kernelzero.roles.proposer import parse_proposer_completion, proposer_messages
+from kernelzero.tasks import Task, write_corpus
 
 
 @dataclass
@@ -83,10 +87,6 @@ def propose_batch(
     on_stage: Callable[[str], None] | None = None,
 ) -> ProposeSummary:
     """Generate one task per API set, validate all (concurrently), optionally score valid ones with k Coder samples."""
-    from kernelzero.generation.base import SamplingConfig
-    from kernelzero.roles.parsing import ParsedCode
-    from kernelzero.roles.proposer import parse_proposer_completion, proposer_messages
-
     say = on_stage or (lambda _msg: None)
     sampling = sampling or SamplingConfig()
     say(f"generating {len(api_sets)} tasks with {policy.name}")
@@ -111,8 +111,6 @@ def propose_batch(
         out.append(p)
     valid = [p for p in out if p.result.valid]
     if coder is not None and k > 0 and valid:
-        from kernelzero.eval.solve import solve
-
         say(f"judging {k} Coder samples on each of {len(valid)} valid tasks")
         for p in valid:
             res = solve(p.task(), coder, backend=backend, judge_fn=judge_fn, samples=k, sampling=sampling)
@@ -130,8 +128,6 @@ def propose_batch(
 def write_outputs(summary: ProposeSummary, out: str | os.PathLike) -> tuple[Path, Path]:
     """The valid tasks as a JSONL corpus at `out`; the summary (counts per reason, every task's verdict, l(m) and
     reward) beside it as `<stem>.summary.json`. Both atomic."""
-    from kernelzero.tasks import write_corpus
-
     path = Path(out)
     write_corpus([p.task() for p in summary.proposals if p.result.valid], path)
     side = path.with_name(path.stem + ".summary.json")

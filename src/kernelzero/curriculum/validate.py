@@ -20,8 +20,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from kernelzero.apis import extract_apis, missing_apis
+from kernelzero.apis.names import canonical
 from kernelzero.curriculum.similarity import SimilarityIndex
+from kernelzero.judge.sandbox.process import ChannelError, Sandbox
 from kernelzero.roles.proposer import TaskBudget
+from kernelzero.tasks import TaskFormatError, check_source, load_tasks
 
 # Every reason a task can be rejected, in check order, with what it means.
 REASONS: dict[str, str] = {
@@ -110,8 +114,6 @@ class Validator:
         self.pool = pool if pool is not None else SimilarityIndex()
         self.kernelbench = SimilarityIndex()
         if kernelbench is not None:
-            from kernelzero.tasks import load_tasks
-
             for t in load_tasks(kernelbench):
                 self.kernelbench.add(f"level{t.level}/{t.name}", t.source)
         self.device = self._resolve(self.config.device)
@@ -127,10 +129,6 @@ class Validator:
     # ------------------------------------------------------------------ static
     def static(self, name: str, source: str, apis: Sequence[str]) -> ValidationResult | None:
         """The first static failure, or None when the source passes parse, API, KernelBench and pool checks."""
-        from kernelzero.apis import missing_apis
-        from kernelzero.apis.names import canonical
-        from kernelzero.tasks import TaskFormatError, check_source
-
         apis = tuple(apis)
         try:
             check_source(source, name)
@@ -184,9 +182,6 @@ class Validator:
         return r.valid, [] if r.valid else [f"{r.reason}: {r.detail}"]
 
     def _run(self, name: str, source: str, apis: tuple[str, ...]) -> ValidationResult:
-
-        from kernelzero.judge.sandbox.process import ChannelError, Sandbox
-
         b = self.config.budget
         seeds = [secrets.randbelow(2**31) for _ in range(3)]
         job = {"kind": "validate", "device": self.device, "init_seed": seeds[0], "input_seed": seeds[1],
@@ -304,8 +299,6 @@ def validate_folder(folder: str | os.PathLike, validator: Validator, *, apis_fro
     """Validate every `*.py` in a folder (sorted by name; a later near-copy of an earlier valid file is
     `duplicate`). A file's API set: with `apis_from_name` its stem split on `__`; else its `APIS` constant; else
     the APIs it is found to use."""
-    from kernelzero.apis import extract_apis
-
     items = []
     for p in sorted(Path(folder).glob("*.py")):
         source = p.read_text(encoding="utf-8")

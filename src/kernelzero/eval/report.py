@@ -25,6 +25,7 @@ from typing import Any
 
 from kernelzero.eval import metrics
 from kernelzero.eval.evaluate import MISSING_GUARD, EvalRecord
+from kernelzero.eval.plots import write_plots
 from kernelzero.judge.verdict import Timing, Verdict
 
 FAST_PS = (0.0, 1.0, 2.0)
@@ -277,8 +278,6 @@ def write_report(
     (out / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     (out / REPORT).write_text(render_markdown(summary), encoding="utf-8")
     if plots:
-        from kernelzero.eval.plots import write_plots
-
         write_plots(out, records, task_outcomes(records), summary)
     return summary
 

@@ -24,6 +24,10 @@ from kernelzero.generation.base import (
     Policy,
     SamplingConfig,
 )
+from kernelzero.generation.hf import HFPolicy
+from kernelzero.generation.openai import OpenAIPolicy
+from kernelzero.generation.tiny import tiny_model_path
+from kernelzero.generation.vllm import VLLMPolicy
 
 __all__ = [
     "FINISH_REASONS",
@@ -60,11 +64,7 @@ def load_policy(spec: str | None = None, *, device: str = "auto", **options: Any
     """The backend a model spec names. `options` go to the backend's constructor (e.g. batch_size, timeout_s)."""
     kind, args = parse_model_spec(spec)
     if kind in ("tiny", "hf"):
-        from kernelzero.generation.hf import HFPolicy
-
         if kind == "tiny":
-            from kernelzero.generation.tiny import tiny_model_path
-
             return HFPolicy(tiny_model_path(), device=device, **options)
         if not Path(args["path"]).exists():
             raise GenerationError(
@@ -73,10 +73,6 @@ def load_policy(spec: str | None = None, *, device: str = "auto", **options: Any
             )
         return HFPolicy(args["path"], device=device, **options)
     if kind == "vllm":
-        from kernelzero.generation.vllm import VLLMPolicy
-
         return VLLMPolicy(args["path"], **options)
-    from kernelzero.generation.openai import OpenAIPolicy
-
     options.setdefault("api_key", os.environ.get("OPENAI_API_KEY"))
     return OpenAIPolicy(args["model"], args["base_url"], **options)

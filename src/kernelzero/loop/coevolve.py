@@ -33,10 +33,18 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kernelzero.apis import SamplerConfig, load_cooccurrence, sample_api_sets
+from kernelzero.curriculum.frontier import api_rates, batch_rewards, pair_rates, success_rate
+from kernelzero.curriculum.pool import TaskPool
+from kernelzero.curriculum.proposals import propose_batch, read_api_sets
+from kernelzero.curriculum.validate import Validator
+from kernelzero.eval.solve import solve
+from kernelzero.generation import load_policy
+from kernelzero.generation.base import SamplingConfig
+from kernelzero.judge.verdict import Verdict
 from kernelzero.loop.checkpoints import (
     checkpoint_fault,
     clean_torn_checkpoints,
@@ -46,7 +54,9 @@ from kernelzero.loop.checkpoints import (
 )
 from kernelzero.loop.config import RunConfig, config_from_dict
 from kernelzero.loop.runlog import KeyedLog, fault, read_json, write_json_atomic
-from kernelzero.tasks import Task, task_from_record, task_to_record
+from kernelzero.roles.coder import coder_messages, parse_coder_completion
+from kernelzero.roles.parsing import ParsedCode
+from kernelzero.tasks import Task, seed_tasks, task_from_record, task_to_record
 
 logger = logging.getLogger("kernelzero.loop.coevolve")
 
@@ -76,26 +86,6 @@ class RunState:
     @classmethod
     def from_dict(cls, d: dict) -> RunState:
         return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
-
-
-SEED_PREFIX = "seed-"  # seed tasks are named `seed-<name>` in the loop's records
-
-
-def seed_tasks(spec: str) -> list[Task]:
-    """The fallback Coder tasks: `builtin` (shipped in the package), a folder, a .jsonl corpus, or `none`."""
-    from kernelzero.tasks import load_tasks, read_corpus
-
-    if spec == "none":
-        return []
-    if spec == "builtin":
-        folder = resources.files("kernelzero").joinpath("data", "seed_tasks")
-        with resources.as_file(folder) as path:
-            tasks = load_tasks(path)
-    elif spec.endswith(".jsonl"):
-        tasks = read_corpus(spec)
-    else:
-        tasks = load_tasks(spec)
-    return [dataclasses.replace(t, name=f"{SEED_PREFIX}{t.name}", origin="user", path=None) for t in tasks]
 
 
 class CoEvolution:
@@ -142,8 +132,6 @@ class CoEvolution:
 
     # ------------------------------------------------------------------ plumbing
     def pool(self):
-        from kernelzero.curriculum.pool import TaskPool
-
         pool = TaskPool()
         if self.state.pool is not None:
             pool.load_state_dict(self.state.pool)
@@ -222,8 +210,6 @@ class CoEvolution:
 
     def _policy(self, role: str):
         """The current (frozen) weights of a role as a generation backend."""
-        from kernelzero.generation import load_policy
-
         if role in self.policies:
             return self.policies[role]
         path = self.state.models.get(role) or getattr(self.config, role).model
@@ -231,15 +217,11 @@ class CoEvolution:
         return load_policy(path, device=device) if path else load_policy(None, device=device)
 
     def _sampling(self, r: int, salt: int):
-        from kernelzero.generation.base import SamplingConfig
-
         loop = self.config.loop
         return SamplingConfig(temperature=loop.temperature, max_new_tokens=loop.max_new_tokens,
                               seed=self.config.seed * 7919 + 1000 * r + salt)  # fmt: skip
 
     def _validator(self, pool):
-        from kernelzero.curriculum.validate import Validator
-
         return Validator(self.config.validation, pool=pool.index, kernelbench=self.config.loop.kernelbench)
 
     # ------------------------------------------------------------------ the loop
@@ -271,12 +253,8 @@ class CoEvolution:
 
     # ------------------------------------------------------------------ r.proposer
     def _api_sets(self, r: int, pool) -> list[list[str]]:
-        from kernelzero.apis import SamplerConfig, load_cooccurrence, sample_api_sets
-
         loop = self.config.loop
         if loop.api_sets is not None:
-            from kernelzero.curriculum.proposals import read_api_sets
-
             sets = read_api_sets(loop.api_sets)
             n = loop.api_sets_per_round
             return [list(sets[(r * n + i) % len(sets)]) for i in range(n)]
@@ -285,7 +263,7 @@ class CoEvolution:
         return [list(s) for s in sample_api_sets(load_cooccurrence(), sampler, avoid=pool.api_sets())]
 
     def _unit_proposer(self, r: int) -> None:
-        from kernelzero.trainers import run_proposer_phase
+        from kernelzero.trainers.proposer import run_proposer_phase
 
         pool = self.pool()
         api_sets = self._api_sets(r, pool)
@@ -302,9 +280,6 @@ class CoEvolution:
         async def coder_success_fn(task: Task) -> float | None:
             if coder is None:
                 return None
-            from kernelzero.judge.verdict import Verdict
-            from kernelzero.roles.coder import coder_messages, parse_coder_completion
-            from kernelzero.roles.parsing import ParsedCode
 
             def generate():
                 with gen_lock:
@@ -375,9 +350,6 @@ class CoEvolution:
 
     # ------------------------------------------------------------------ r.tasks
     def _unit_tasks(self, r: int) -> None:
-        from kernelzero.curriculum.frontier import batch_rewards, success_rate
-        from kernelzero.curriculum.proposals import propose_batch
-
         loop = self.config.loop
         pool = self.pool()
         api_sets = self.state.rounds[str(r)]["api_sets"][: loop.tasks_per_round]
@@ -388,8 +360,6 @@ class CoEvolution:
         del proposer
         valid = [p for p in summary.proposals if p.result.valid]
         if valid and loop.coder_k > 0:
-            from kernelzero.eval.solve import solve
-
             coder = self._policy("coder")
             self.say(f"  judging {loop.coder_k} frozen-Coder samples on each of {len(valid)} valid tasks (l(m))")
             for i, p in enumerate(summary.proposals):
@@ -446,9 +416,7 @@ class CoEvolution:
 
     # ------------------------------------------------------------------ r.coder
     def _unit_coder(self, r: int) -> None:
-        from kernelzero.roles.coder import parse_coder_completion
-        from kernelzero.roles.parsing import ParsedCode
-        from kernelzero.trainers import run_coder_phase
+        from kernelzero.trainers.coder import run_coder_phase
 
         tasks = [task_from_record(t, "state.json", 0) for t in self.state.rounds[str(r)]["coder_tasks"]]
         if not tasks:
@@ -496,8 +464,6 @@ class CoEvolution:
 
     # ------------------------------------------------------------------ r.frontier
     def _unit_frontier(self, r: int) -> None:
-        from kernelzero.curriculum.frontier import api_rates, pair_rates
-
         pool = self.pool()
         per_task: dict[str, list[int]] = {}
         for rec in self.verdicts_log.records():
@@ -539,4 +505,4 @@ def _reasons(counts: Counter) -> str:
 
 
 __all__ = ["CONFIG_FILE", "STATE_FILE", "TASKS_FILE", "UNITS", "VERDICTS_FILE", "CoEvolution", "RunState",
-           "seed_tasks", "unit_name"]  # fmt: skip
+           "unit_name"]  # fmt: skip

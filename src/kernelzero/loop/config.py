@@ -3,8 +3,8 @@
 Defaults are the embedded smoke run (tiny model, CPU, Triton interpreter, one round of a few steps). `preset("paper")`
 is the paper's scale (Qwen2.5-Coder-7B-Instruct, 4 rounds x 20 GRPO steps per role). A file holds any subset of the
 fields, nested like the dataclasses; `load_config` starts from a preset and overrides field by field, and every
-error names the field path and what it accepts. Importing this module does not import torch or TRL: the phase
-configs are imported on first use (`RunConfig()` does import them).
+error names the field path and what it accepts. Neither importing this module nor building a `RunConfig` imports
+torch or TRL (the phase configs live in `kernelzero.trainers.config`, free of both).
 """
 
 from __future__ import annotations
@@ -20,22 +20,20 @@ from typing import Any
 
 from kernelzero.curriculum.validate import ValidationConfig
 from kernelzero.judge.options import BACKENDS, JudgeOptions
+from kernelzero.trainers.config import CoderPhaseConfig, ProposerPhaseConfig
+from kernelzero.trainers.presets import coder_preset, proposer_preset
 
 PRESETS = ("tiny", "paper")
 
 
-def _coder_default():
-    from kernelzero.trainers.coder import CoderPhaseConfig
-
+def _coder_default() -> CoderPhaseConfig:
     # 2 steps x 8 rollouts (2 tasks x 4 per step): every seed task is met once, and the phase has a checkpoint to
     # resume from inside it. The completions table is not printed (verdicts.jsonl holds every rollout).
     return CoderPhaseConfig(max_steps=2, per_device_train_batch_size=8, max_completion_length=48,
                             log_completions=False)
 
 
-def _proposer_default():
-    from kernelzero.trainers.proposer import ProposerPhaseConfig
-
+def _proposer_default() -> ProposerPhaseConfig:
     return ProposerPhaseConfig(max_steps=1, max_completion_length=48, log_completions=False)
 
 
@@ -93,10 +91,10 @@ class RunConfig:
     """Co-evolution rounds; each is a Proposer phase, a task batch, then a Coder phase."""
     backend: str = "triton"
     """Kernel language the Coder writes in this run: triton or cuda."""
-    coder: Any = field(default_factory=_coder_default)
-    """The Coder phase (`kernelzero.trainers.CoderPhaseConfig`): CA-GRPO gate, steps, group size, model."""
-    proposer: Any = field(default_factory=_proposer_default)
-    """The Proposer phase (`kernelzero.trainers.ProposerPhaseConfig`): rho, repetition penalty, steps, model."""
+    coder: CoderPhaseConfig = field(default_factory=_coder_default)
+    """The Coder phase: CA-GRPO gate, steps, group size, model."""
+    proposer: ProposerPhaseConfig = field(default_factory=_proposer_default)
+    """The Proposer phase: rho, repetition penalty, steps, model."""
     loop: LoopConfig = field(default_factory=LoopConfig)
     """API sets, task batch, hard pool and l(m) sampling."""
     validation: ValidationConfig = field(default_factory=ValidationConfig)
@@ -135,8 +133,6 @@ def preset(name: str) -> RunConfig:
     if name == "tiny":
         return RunConfig()
     if name == "paper":
-        from kernelzero.trainers.presets import coder_preset, proposer_preset
-
         return RunConfig(
             preset="paper",
             rounds=4,
@@ -153,13 +149,6 @@ def preset(name: str) -> RunConfig:
 # ---------------------------------------------------------------------------------------------------------- loading
 class ConfigError(ValueError):
     """A configuration file or value that cannot be used; the message names the field path."""
-
-
-def _field_type(cls: type, f: dataclasses.Field, current: Any) -> Any:
-    if f.type == "Any" or f.type is Any:  # the phase configs: typed by their default value
-        return type(current)
-    hints = typing.get_type_hints(cls)
-    return hints[f.name]
 
 
 def _convert(value: Any, tp: Any, path: str, current: Any) -> Any:
@@ -192,7 +181,8 @@ def _convert(value: Any, tp: Any, path: str, current: Any) -> Any:
 def merge(base: Any, data: dict, path: str = "") -> Any:
     """A copy of dataclass `base` with `data`'s fields replaced (recursively); errors name the field path."""
     cls = type(base)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = [f.name for f in dataclasses.fields(cls)]
+    hints = typing.get_type_hints(cls)
     unknown = sorted(set(data) - set(fields))
     if unknown:
         where = f"{path}." if path else ""
@@ -201,7 +191,7 @@ def merge(base: Any, data: dict, path: str = "") -> Any:
     for name, value in data.items():
         current = getattr(base, name)
         sub = f"{path}.{name}" if path else name
-        kw[name] = _convert(value, _field_type(cls, fields[name], current), sub, current)
+        kw[name] = _convert(value, hints[name], sub, current)
     try:
         return dataclasses.replace(base, **kw)
     except (ValueError, TypeError) as e:

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from kernelzero.loop.runlog import read_records
+from kernelzero.tasks import Task
 
 
 def corpus_rows(run_dir: str | os.PathLike) -> list[dict]:
@@ -54,8 +55,7 @@ def export_corpus(run_dir: str | os.PathLike, out: str | os.PathLike) -> int:
 
 
 def load_pairs(export_dir: str | os.PathLike):
-    """The exported rows as `SolutionPair`s (task, solution, backend): the input of `kernelzero.trainers.run_sft`."""
-    from kernelzero.tasks import Task
+    """The exported rows as `SolutionPair`s (task, solution, backend), the input of `trainers.sft.run_sft`."""
     from kernelzero.trainers.sft import SolutionPair
 
     pairs = []

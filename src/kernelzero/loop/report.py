@@ -13,6 +13,9 @@ import os
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from kernelzero.curriculum.frontier import api_rates, hardest_apis, pair_rates
+from kernelzero.curriculum.heatmap import frontier_heatmap, hardest_table
+from kernelzero.curriculum.pool import TaskPool
 from kernelzero.loop.runlog import read_json, read_records
 
 
@@ -54,10 +57,6 @@ def _round_marks(ax, rs: list[int], xs: list[int]) -> None:
 
 def write_report(run_dir: str | os.PathLike) -> Path:
     """Write run_dir/report.md and run_dir/plots/*.png; returns the report's path."""
-    from kernelzero.curriculum.frontier import api_rates, hardest_apis, pair_rates
-    from kernelzero.curriculum.heatmap import frontier_heatmap, hardest_table
-    from kernelzero.curriculum.pool import TaskPool
-
     run = Path(run_dir)
     plots = run / "plots"
     plt = _plt()

@@ -1,44 +1,6 @@
-"""Rewards as pure functions: CA-GRPO for the Coder (`cagrpo`) and the frontier reward for the Proposer (`proposer`).
+"""Rewards as pure functions: CA-GRPO for the Coder (`cagrpo`, its hyper-parameters in `config`) and the frontier
+reward for the Proposer (`proposer`).
 
-Trainers call these; nothing here knows about TRL, processes or the judge.
+Trainers call these; nothing here knows about TRL, processes or the judge. Import from the modules: this package
+imports nothing, so that `config` and `proposer` stay free of torch (only `cagrpo` needs it).
 """
-
-from kernelzero.rewards.cagrpo import (
-    GateConfig,
-    SpeedupShaping,
-    gate_open_per_group,
-    gate_reward_matrix,
-    gated_group_rewards,
-    group_accuracy,
-    mask_groups,
-    shape_speedup,
-    shape_speedup_tensor,
-    uninformative_groups,
-)
-from kernelzero.rewards.proposer import (
-    ProposerRewardConfig,
-    duplicate_clusters,
-    frontier_reward,
-    penalised_rewards,
-    proposer_reward,
-    repetition_penalties,
-)
-
-__all__ = [
-    "GateConfig",
-    "ProposerRewardConfig",
-    "SpeedupShaping",
-    "duplicate_clusters",
-    "frontier_reward",
-    "gate_open_per_group",
-    "gate_reward_matrix",
-    "gated_group_rewards",
-    "group_accuracy",
-    "mask_groups",
-    "penalised_rewards",
-    "proposer_reward",
-    "repetition_penalties",
-    "shape_speedup",
-    "shape_speedup_tensor",
-    "uninformative_groups",
-]

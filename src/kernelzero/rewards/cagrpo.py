@@ -17,52 +17,19 @@ Departures from the paper, each named where it happens:
 - Unscored rollouts (verdict `infra_error`, NaN in TRL's matrix) are excluded from acc(G) and stay NaN, so TRL leaves
   them out of the group baseline and gives them zero advantage.
 - A correct rollout without a measured speedup (a CPU judge that checks but cannot time) gets no speed bonus.
+
+The hyper-parameters (`GateConfig`, `SpeedupShaping`) live in `kernelzero.rewards.config`, free of torch, and are
+re-exported here.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import torch
 
-SHAPINGS = ("identity", "clip", "log")
-
-
-@dataclass(frozen=True)
-class SpeedupShaping:
-    """The f in r_i = c_i * (1 + T * beta * f(S_i))."""
-
-    kind: str = "identity"
-    """identity: f(S) = S (the paper). clip: f(S) = min(S, cap). log: f(S) = log(clamp(S, 1/cap, cap)), which is
-    0 at parity, negative for slowdowns and symmetric in ratio."""
-    cap: float = 10.0
-    """Upper bound on S for `clip` and `log` (and 1/cap lower bound for `log`). Unused by `identity`."""
-
-    def __post_init__(self) -> None:
-        if self.kind not in SHAPINGS:
-            raise ValueError(f"SpeedupShaping.kind must be one of {SHAPINGS}, got {self.kind!r}")
-        if not self.cap > 1.0:
-            raise ValueError(f"SpeedupShaping.cap must be > 1, got {self.cap!r}")
-
-
-@dataclass(frozen=True)
-class GateConfig:
-    """CA-GRPO hyper-parameters (paper defaults)."""
-
-    alpha: float = 0.5
-    """Gate threshold on the group's accuracy: speed counts only when acc(G) >= alpha."""
-    beta: float = 0.1
-    """Weight of the shaped speedup; the trainer passes it to TRL as reward_weights=[1, beta]."""
-    shaping: SpeedupShaping = field(default_factory=SpeedupShaping)
-    """The f applied to raw speedups."""
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.alpha <= 1.0:
-            raise ValueError(f"GateConfig.alpha must be in [0, 1], got {self.alpha!r}")
-        if self.beta < 0.0:
-            raise ValueError(f"GateConfig.beta must be >= 0, got {self.beta!r}")
+from kernelzero.rewards.config import SHAPINGS, GateConfig, SpeedupShaping
 
 
 def shape_speedup(speedup: float, shaping: SpeedupShaping) -> float:
@@ -170,3 +137,8 @@ def mask_groups(matrix: torch.Tensor, group_mask: torch.Tensor, group_size: int)
     """
     rows = group_mask.repeat_interleave(group_size)  # (N,)
     return torch.where(rows.unsqueeze(1), torch.full_like(matrix, float("nan")), matrix)
+
+
+__all__ = ["SHAPINGS", "GateConfig", "SpeedupShaping", "gate_open_per_group", "gate_reward_matrix",
+           "gated_group_rewards", "group_accuracy", "mask_groups", "shape_speedup", "shape_speedup_tensor",
+           "uninformative_groups"]  # fmt: skip

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -36,11 +36,10 @@ from kernelzero.rewards.cagrpo import (
     mask_groups,
     uninformative_groups,
 )
-from kernelzero.roles.coder import BACKENDS, coder_messages, parse_coder_completion
+from kernelzero.roles.coder import coder_messages, parse_coder_completion
 from kernelzero.tasks import Task
 from kernelzero.trainers.coder_rewards import CodeParser, JudgeFn, VerdictLedger, make_coder_reward_funcs
 from kernelzero.trainers.common import (
-    GRPOPhaseConfig,
     MetricsJsonlCallback,
     PhaseResult,
     completion_text,
@@ -51,6 +50,7 @@ from kernelzero.trainers.common import (
     resolve_resume,
     write_resolved_config,
 )
+from kernelzero.trainers.config import CoderPhaseConfig
 
 PromptFn = Callable[[Task, str], list[dict]]
 """(task, backend) -> chat messages for one Coder rollout."""
@@ -64,25 +64,6 @@ def coder_prompt(task: Task, backend: str) -> list[dict]:
 def coder_answer(solution: str) -> str:
     """An assistant turn holding a solution, in the form `parse_coder_completion` reads back (SFT targets)."""
     return "```python\n" + solution.strip("\n") + "\n```"
-
-
-@dataclass
-class CoderPhaseConfig(GRPOPhaseConfig):
-    """The Coder phase: GRPO fields plus CA-GRPO's gate and the backends to train on."""
-
-    output_dir: str = "runs/coder"
-    gate: GateConfig = field(default_factory=GateConfig)
-    """alpha, beta and the speedup shaping f of CA-GRPO."""
-    backends: tuple[str, ...] = ("triton",)
-    """One dataset row per (task, backend)."""
-    dynamic_sampling: bool = False
-    """Zero the advantage of groups that are all correct or all wrong (DAPO's filter, without its refill)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        bad = [b for b in self.backends if b not in BACKENDS]
-        if bad or not self.backends:
-            raise ValueError(f"backends must be a non-empty subset of {BACKENDS}, got {self.backends!r}")
 
 
 @dataclass

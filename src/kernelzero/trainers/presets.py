@@ -3,16 +3,14 @@
 Each preset returns the same dataclass the tiny defaults use, so anything can be changed field by field. Launch
 commands and the GPU layouts they assume are in docs/training.md; the accelerate files are in configs/accelerate/.
 Figures follow the paper where it gives them (20 GRPO steps per role per round, beta 0.1, alpha 0.5) and TRL's
-GRPO recipes otherwise.
+GRPO recipes otherwise. No torch or TRL import: `RunConfig`'s paper preset is built from these.
 """
 
 from __future__ import annotations
 
-from kernelzero.rewards.cagrpo import GateConfig, SpeedupShaping
+from kernelzero.rewards.config import GateConfig, SpeedupShaping
 from kernelzero.rewards.proposer import ProposerRewardConfig
-from kernelzero.trainers.coder import CoderPhaseConfig
-from kernelzero.trainers.proposer import ProposerPhaseConfig
-from kernelzero.trainers.sft import SFTPhaseConfig
+from kernelzero.trainers.config import CoderPhaseConfig, ProposerPhaseConfig, SFTPhaseConfig
 
 QWEN_CODER_7B = "Qwen/Qwen2.5-Coder-7B-Instruct"
 DISTRIBUTED = ("zero3", "fsdp2")

@@ -17,7 +17,7 @@ import hashlib
 import inspect
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -29,7 +29,6 @@ from kernelzero.roles.proposer import parse_proposer_completion, proposer_messag
 from kernelzero.tasks import Task
 from kernelzero.trainers.coder_rewards import CodeParser
 from kernelzero.trainers.common import (
-    GRPOPhaseConfig,
     MetricsJsonlCallback,
     PhaseResult,
     completion_text,
@@ -40,21 +39,13 @@ from kernelzero.trainers.common import (
     resolve_resume,
     write_resolved_config,
 )
+from kernelzero.trainers.config import ProposerPhaseConfig
 
 Validation = tuple[bool, list[str]]
 ValidateFn = Callable[[str, Sequence[str]], Validation | Awaitable[Validation]]
 """`validate_fn(task_source, api_set) -> (valid, reasons)`, sync or async (an async one runs concurrently)."""
 CoderSuccessFn = Callable[[Task], Awaitable[float | None]]
 """`await coder_success_fn(task) -> l(m)` in [0, 1], or None when no sample could be scored (infra failures)."""
-
-
-@dataclass
-class ProposerPhaseConfig(GRPOPhaseConfig):
-    """The Proposer phase: GRPO fields plus the Proposer reward's hyper-parameters."""
-
-    output_dir: str = "runs/proposer"
-    reward: ProposerRewardConfig = field(default_factory=ProposerRewardConfig)
-    """rho and the near-duplicate penalty."""
 
 
 @dataclass

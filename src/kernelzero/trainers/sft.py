@@ -8,23 +8,23 @@ format RL then rewards. The loss covers the completion only (TRL's default for p
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 from kernelzero.roles.coder import BACKENDS
-from kernelzero.tasks import Task
+from kernelzero.tasks import SEED_PREFIX, Task, seed_tasks
 from kernelzero.trainers.coder import PromptFn, coder_answer, coder_prompt
 from kernelzero.trainers.common import (
     MetricsJsonlCallback,
     PhaseResult,
-    checkpointing_kwarg,
     finish_phase,
     load_policy,
     logger,
     resolve_resume,
     write_resolved_config,
 )
+from kernelzero.trainers.config import SFTPhaseConfig
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,8 @@ def _data_root():
 
 
 def builtin_pairs(backends: Iterable[str] = ("triton", "cuda")) -> list[SolutionPair]:
-    """The shipped seed tasks (`coevolve.seed_tasks("builtin")`, named `seed-<stem>`) paired with their judged
+    """The shipped seed tasks (`tasks.seed_tasks("builtin")`, named `seed-<stem>`) paired with their judged
     solutions (`data/seed_solutions/<backend>/<stem>.py`); one pair per task and backend."""
-    from kernelzero.loop.coevolve import SEED_PREFIX, seed_tasks
-
     backends = tuple(backends)
     for backend in backends:
         if backend not in BACKENDS:
@@ -63,61 +61,6 @@ def builtin_pairs(backends: Iterable[str] = ("triton", "cuda")) -> list[Solution
                                         f"kernelzero/data/seed_solutions/{backend}/{file}")  # fmt: skip
             pairs.append(SolutionPair(task, solution.read_text(encoding="utf-8"), backend))
     return pairs
-
-
-@dataclass
-class SFTPhaseConfig:
-    """The SFT cold start. Defaults run one step of the tiny model on CPU."""
-
-    output_dir: str = "runs/sft"
-    model: str | None = None
-    """Local path or hub id. None: the tiny CPU model (`kernelzero.generation.tiny.tiny_model_path()`)."""
-    learning_rate: float = 2e-5
-    num_train_epochs: float = 1.0
-    max_steps: int = 1
-    """-1: train for num_train_epochs."""
-    per_device_train_batch_size: int = 2
-    gradient_accumulation_steps: int = 1
-    max_length: int = 4096
-    """Prompt + solution tokens; longer rows are truncated (keep it above your longest solution)."""
-    save_steps: int = 1
-    save_total_limit: int | None = 2
-    logging_steps: int = 1
-    seed: int = 0
-    use_cpu: bool = True
-    bf16: bool = False
-    activation_checkpointing: bool = False
-    report_to: list[str] = field(default_factory=list)
-    sft_overrides: dict[str, Any] = field(default_factory=dict)
-    """Any other SFTConfig field, passed through unchanged (SFTConfig validates it)."""
-
-    def __post_init__(self) -> None:
-        if self.max_steps == 0 or self.max_steps < -1:
-            raise ValueError(f"max_steps must be >= 1 or -1, got {self.max_steps}")
-
-    def to_sft_config(self):
-        from trl import SFTConfig
-
-        kw: dict[str, Any] = {
-            "output_dir": self.output_dir,
-            "learning_rate": self.learning_rate,
-            "num_train_epochs": self.num_train_epochs,
-            "max_steps": self.max_steps,
-            "per_device_train_batch_size": self.per_device_train_batch_size,
-            "gradient_accumulation_steps": self.gradient_accumulation_steps,
-            "max_length": self.max_length,
-            "save_strategy": "steps",
-            "save_steps": self.save_steps,
-            "save_total_limit": self.save_total_limit,
-            "logging_steps": self.logging_steps,
-            "seed": self.seed,
-            "use_cpu": self.use_cpu,
-            "bf16": self.bf16,
-            **checkpointing_kwarg(self.activation_checkpointing),
-            "report_to": list(self.report_to) or "none",
-        }
-        kw.update(self.sft_overrides)
-        return SFTConfig(**kw)
 
 
 def sft_dataset(

@@ -27,6 +27,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelzero.judge.build.headers import host_cflags
 from kernelzero.judge.build.split import _balanced, _split_args
 
 BRIDGE_SOURCE = r"""
@@ -150,8 +151,6 @@ _SPECIFIERS = {"static", "inline", "extern", "TORCH_API", "C10_EXPORT"}
 def build_bridge(out: Path) -> str | None:
     """Build `out/libkzbridge.so` from BRIDGE_SOURCE with torch's host flags; None on success, else the error."""
     import torch.utils.cpp_extension as cpp
-
-    from kernelzero.judge.build.headers import host_cflags
 
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)

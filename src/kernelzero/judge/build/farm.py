@@ -49,12 +49,13 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kernelzero.judge.build.bind import BRIDGE_SOURCE, LIBRARY, binding, build_bridge
 from kernelzero.judge.build.headers import PCH_FLAG_SETS, build_pch, has_cuda_toolkit
-
-if TYPE_CHECKING:
-    from kernelzero.judge.sandbox.process import Sandbox, WarmSandboxes
+from kernelzero.judge.build.lean import HEADER, TABLES, blocked_by, installed_table, load_table, table_name
+from kernelzero.judge.build.split import _strip_comments, split
+from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes
 
 _BUILD_ERROR = "Error building extension"  # torch's message when ninja fails: the candidate's compile error
 # how the shim built a load_inline call
@@ -153,10 +154,6 @@ def _bind_call(a: dict, job: dict, code: str, cflags: list[str]) -> dict | None:
     lean headers where the farm has them (lean.py), and the bridge's binding (bind.py); or None where that does not
     apply: no bridge or light header for these flags, extra include paths (they could shadow the header), functions
     the bridge cannot bind, or code naming something the lean headers leave out."""
-    from kernelzero.judge.build.bind import binding
-    from kernelzero.judge.build.lean import HEADER, blocked_by, load_table
-    from kernelzero.judge.build.split import _strip_comments
-
     light, bridge = (job.get("light_pch_dirs") or {}).get(json.dumps(cflags)), job.get("bridge")
     table = load_table(job["lean_table"]) if job.get("lean_table") else None  # checked by the farm
     functions = a["functions"]
@@ -176,8 +173,6 @@ def _bind_call(a: dict, job: dict, code: str, cflags: list[str]) -> dict | None:
 def _split_call(a: dict, job: dict) -> tuple[list[list[str]], list[str]] | None:
     """(the split's (cpp_sources, cuda_sources) (torch-free `.cu`, see split.py), the host TU's extra flags), or
     None if the split does not apply."""
-    from kernelzero.judge.build.split import split
-
     if not a["cuda_sources"]:
         return None
     parts = split(_as_list(a["cpp_sources"]), _as_list(a["cuda_sources"]))
@@ -314,8 +309,6 @@ class BuildFarm:
         return self._submitted.submit(self.build, source)
 
     def _sandbox(self, job: dict[str, Any]) -> Sandbox:
-        from kernelzero.judge.sandbox.process import Sandbox, WarmSandboxes
-
         with self._lock:
             if self.warm and self._warm is None:
                 self._warm = WarmSandboxes(self.workers, "cpu", self.memory_limit_gb, self._env(), prewarm=False)
@@ -395,8 +388,6 @@ class BuildFarm:
     def _exchange(self, sb: Sandbox, answers: tuple[str, ...]) -> dict | None:
         """Start `sb`'s job and wait for its answer (an event in `answers`, or `error`); the worker is finished
         (dead) on return. None when it exited without one, an `unbuilt` message on a timeout or a broken channel."""
-        from kernelzero.judge.sandbox.process import ChannelError
-
         msg: dict | None = None
         try:
             sb.start()
@@ -415,9 +406,6 @@ class BuildFarm:
         """Ask a build worker, in the build sandbox with the build environment, whether its compiler takes each
         precompiled header (`probe_headers`): {"pch [flags]" or "light [flags]": "used", or why not}. Run once the
         headers are built (`_warm_pch`); a header not used is said on stderr, and `state_dict` has them all."""
-        from kernelzero.judge.build.lean import HEADER
-        from kernelzero.judge.sandbox.process import Sandbox
-
         with self._lock:
             dirs = [(kind, flags, d) for kind, found in (("pch", self._pch_dirs), ("light", self._light_dirs))
                     for flags, d in found.items()]  # fmt: skip
@@ -472,8 +460,6 @@ class BuildFarm:
         """Precompiled torch/extension.h for the host TU of split builds, one per common flag set, built here
         (trusted) into the cache, all at once. Not torch's own `use_pch`: that one lives in site-packages, and every
         plain load_inline deletes it (in a read-only sandbox that deletion fails the candidate's build)."""
-        from kernelzero.judge.build.lean import TABLES, installed_table, table_name
-
         t0 = time.monotonic()
         try:
             with_cuda = has_cuda_toolkit()
@@ -496,8 +482,6 @@ class BuildFarm:
             self.probe_headers()
 
     def _one_pch(self, flags: list[str], with_cuda: bool, light: bool = False) -> None:
-        from kernelzero.judge.build.lean import HEADER, installed_table
-
         lean = installed_table() if light and self._lean_table else None
         kind = ["lean", lean["fingerprint"], lean["includes"]] if lean else ["all.h"] if light else []
         out = self.root / "pch" / _digest(flags, toolchain(), with_cuda, *kind)
@@ -508,8 +492,6 @@ class BuildFarm:
                 (self._light_dirs if light else self._pch_dirs)[json.dumps(flags)] = str(out)
 
     def _one_bridge(self) -> None:
-        from kernelzero.judge.build.bind import BRIDGE_SOURCE, LIBRARY, build_bridge
-
         out = self.root / "bridge" / _digest(BRIDGE_SOURCE, toolchain())
         if self._build_once(out, LIBRARY, build_bridge, "no binding bridge (builds keep pybind11)"):
             with self._lock:

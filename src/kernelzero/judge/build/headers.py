@@ -16,6 +16,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from kernelzero.judge.build.lean import HEADER, header_text
+
 PCH_FLAG_SETS = ([], ["-O3"], ["-O2"])  # host-TU extra flags with a precompiled header (KernelBench's are -O3)
 
 
@@ -66,8 +68,6 @@ def build_pch(
     there torch/extension.h is a stand-in that includes torch/all.h only. lean (an audited table, lean.py):
     `out/kz_lean.h.gch` instead, the lean header set, and the stand-in includes that."""
     import torch.utils.cpp_extension as cpp
-
-    from kernelzero.judge.build.lean import HEADER, header_text
 
     include = Path(cpp.include_paths()[0])
     name = "all.h" if light else "extension.h"
