@@ -170,3 +170,17 @@ def test_a_signal_handler_rewriting_the_outputs_file_never_passes():
     finally:
         core.STATIC_CHECKS.extend(saved)
     assert outcomes == {("incorrect", "value")}, outcomes
+
+
+def test_a_forged_reference_message_is_the_tasks_fault(monkeypatch):
+    """Task code runs in the reference's worker too, with its key: a message of the wrong shape makes the task's
+    reference fail (`infra_error`, guard `reference`), never an exception in the judge (a missing field was a
+    KeyError before the protocol was typed)."""
+    judge = Judge(JudgeOptions(device="cpu", trials=2))
+    task = Task.from_file(FIX / "relu_task.py")
+    messages = [{"event": "started"}, {"event": "outputs", "checksums": [["ab"]]}]
+    files = {"out": {"outputs": [], "replay": [], "identity": []}}
+    monkeypatch.setattr(judge, "_sandbox", lambda job: ForgedSandbox(job, messages, files))
+    v = judge.judge(task, (FIX / "relu_triton_ok.py").read_text(), "triton")
+    assert (v.status, v.guard) == ("infra_error", "reference"), v.feedback
+    assert "malformed `outputs` message: field `structures`" in v.feedback

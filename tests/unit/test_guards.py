@@ -8,6 +8,7 @@ import torch
 
 from kernelzero.judge.core import degenerate_canary
 from kernelzero.judge.guards import library_op_violation, main_compute, op_family, run_static
+from kernelzero.judge.sandbox.harness import LaunchCounter, perturb
 
 HEAD = (
     "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
@@ -212,8 +213,6 @@ class _Trace:
 
 
 def test_cuda_launch_count_matches_global_names_of_the_source():
-    from kernelzero.judge.sandbox.worker import LaunchCounter
-
     src = 'S = """__global__ void relu_kernel(float* x) {}\n__global__ __launch_bounds__(256) void k2(int n) {}"""'
     counter = LaunchCounter(src)
     assert counter.cuda_names == {"relu_kernel", "k2"}
@@ -222,8 +221,6 @@ def test_cuda_launch_count_matches_global_names_of_the_source():
 
 
 def test_replay_perturbation_is_deterministic_and_changes_signs():
-    from kernelzero.judge.sandbox.worker import perturb
-
     base = torch.randn(64, 32)
     a, b = [base.clone()], [base.clone()]
     perturb(torch, a, 1234, "cpu")

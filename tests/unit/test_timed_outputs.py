@@ -15,8 +15,9 @@ import torch
 
 from kernelzero.judge.core import Judge, Reference
 from kernelzero.judge.options import JudgeOptions
+from kernelzero.judge.sandbox.harness import Bound
+from kernelzero.judge.sandbox.judge_jobs import capture_output, save_captured
 from kernelzero.judge.sandbox.process import OUTPUTS, SEALS, load_sealed
-from kernelzero.judge.sandbox.worker import _Bound, capture_output, save_captured
 from kernelzero.judge.timing import time_model
 
 
@@ -28,8 +29,8 @@ class _Event:
         self.t = time.perf_counter()
 
 
-class _HostBound(_Bound):
-    """The worker's _Bound with host clocks in place of CUDA events, a seeded draw, and its own output memfds (what a
+class _HostBound(Bound):
+    """The worker's Bound with host clocks in place of CUDA events, a seeded draw, and its own output memfds (what a
     sandbox hands its worker). `load_output` is the parent's read of them (Sandbox.load_output)."""
 
     def __init__(self, seed: int = 0):

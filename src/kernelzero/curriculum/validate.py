@@ -2,7 +2,7 @@
 
 Order (cheapest first; the first failure is the verdict):
   static, in this process, nothing executed:  parse -> missing_api -> contaminated -> duplicate (vs the pool)
-  sandbox (`validate` worker job):            runtime_error / crashed / timeout -> too_large
+  sandbox (`validate` worker job):            runtime_error / crashed / timeout / protocol -> too_large
   on the saved outputs, in this process:      bad_output -> non_finite -> nondeterministic -> zero_output
                                               -> below_tolerance -> constant_output -> input_independent -> too_slow
   batch (validate_many):                      duplicate (vs an earlier valid task of the same batch)
@@ -23,6 +23,7 @@ from pathlib import Path
 from kernelzero.apis import extract_apis, missing_apis
 from kernelzero.apis.names import canonical
 from kernelzero.curriculum.similarity import SimilarityIndex
+from kernelzero.judge.sandbox.messages import Done, Failed, ProtocolError, Sized, ValidateOutputs, parse
 from kernelzero.judge.sandbox.process import ChannelError, Sandbox
 from kernelzero.roles.proposer import TaskBudget
 from kernelzero.tasks import TaskFormatError, check_source, load_tasks
@@ -36,6 +37,7 @@ REASONS: dict[str, str] = {
     "runtime_error": "raised while importing, building Model, drawing inputs or in forward",
     "crashed": "the worker died without reporting (segfault, out of memory)",
     "timeout": "did not finish within the validation timeout",
+    "protocol": "the worker's messages or outputs broke the validation protocol (task code forging them)",
     "too_large": "inputs or parameters over the budget",
     "bad_output": "forward returned something other than tensors",
     "non_finite": "NaN or inf in the output",
@@ -190,45 +192,63 @@ class Validator:
         sb = Sandbox(job=job, device=self.device, memory_limit_gb=self.config.memory_limit_gb)
         (sb.scratch / "task.py").write_text(source)
         sb.job["task_path"] = str(sb.scratch / "task.py")
-        sizes: dict = {}
+        sized: Sized | None = None  # the task's sizes, once the worker measured them
 
         def result(reason: str | None, detail: str = "", **kw) -> ValidationResult:
-            return ValidationResult(name, reason, detail, apis, input_elements=sizes.get("input_elements"),
-                                    param_elements=sizes.get("param_elements"), **kw)  # fmt: skip
+            return ValidationResult(name, reason, detail, apis, input_elements=sized and sized.input_elements,
+                                    param_elements=sized and sized.param_elements, **kw)  # fmt: skip
 
         try:
             sb.start()
             deadline = time.monotonic() + self.config.timeout_s
             while True:
-                msg = sb.recv(deadline)
-                if msg is None:
+                raw = sb.recv(deadline)
+                if raw is None:
                     exit_ = sb.finish()
                     return result("crashed", f"worker exited (code {exit_.returncode}): {exit_.log_tail[-600:]}")
-                event = msg.get("event")
-                if event == "error":
-                    return result("runtime_error", f"{msg['stage']}: {msg['message'][-1200:]}")
-                if event == "sized":
-                    sizes = msg
-                    if msg["input_elements"] > b.max_input_elements or msg["param_elements"] > b.max_param_elements:
-                        return result("too_large", f"{msg['input_elements']:,} input and {msg['param_elements']:,} "
+                msg = parse(raw, "validate")  # the task's code holds the channel's key: its messages can be forged
+                if isinstance(msg, Failed):
+                    return result("runtime_error", f"{msg.stage}: {msg.message[-1200:]}")
+                if isinstance(msg, Sized):
+                    if sized is not None:  # a forged report before the real one
+                        raise ProtocolError("a second `sized` message", "the task's sizes were already reported")
+                    sized = msg
+                    if msg.input_elements > b.max_input_elements or msg.param_elements > b.max_param_elements:
+                        return result("too_large", f"{msg.input_elements:,} input and {msg.param_elements:,} "
                                       f"parameter elements; budget {b.max_input_elements:,} and "
                                       f"{b.max_param_elements:,}")  # fmt: skip
-                elif event == "outputs":
-                    runs = sb.load_output("out")["runs"]
-                    reason, detail = judge_outputs(runs, msg["non_tensor"], self.config.atol, self.config.rtol)
-                    ms = float(msg["forward_ms"])
+                elif isinstance(msg, ValidateOutputs):
+                    if sized is None or sized.meta:  # the worker runs forwards only once real sizes are in budget
+                        raise ProtocolError("an `outputs` message out of order", "before the task's sizes")
+                    runs = _saved_runs(sb.load_output("out"), msg)
+                    reason, detail = judge_outputs(runs, msg.non_tensor, self.config.atol, self.config.rtol)
+                    ms = msg.forward_ms
                     if reason is None and ms > b.max_forward_ms_cpu:
                         reason, detail = "too_slow", f"forward took {ms:.0f} ms; budget {b.max_forward_ms_cpu:.0f} ms"
                     return result(reason, detail, forward_ms=ms)
-                elif event == "done":
+                elif isinstance(msg, Done):
                     return result("crashed", "worker finished without reporting outputs")
         except TimeoutError:
             return result("timeout", f"no result within {self.config.timeout_s:.0f} s")
+        except ProtocolError as exc:
+            return result("protocol", f"the worker sent {exc}")
         except ChannelError as exc:
             return result("crashed", f"channel: {exc}")
         finally:
             sb.finish()
             sb.cleanup()
+
+
+def _saved_runs(data: object, msg: ValidateOutputs) -> list[list]:
+    """The three forwards' outputs the worker sealed, as `msg` describes them; ProtocolError when the file holds
+    anything else (task code can write and seal its own)."""
+    import torch
+
+    runs = data.get("runs") if isinstance(data, dict) else None
+    if not (isinstance(runs, list) and len(runs) == len(msg.structures) == 3
+            and all(isinstance(r, list) and all(isinstance(t, torch.Tensor) for t in r) for r in runs)):  # fmt: skip
+        raise ProtocolError("an `outputs` message", "its file does not hold three forwards of tensors")
+    return runs
 
 
 def judge_outputs(runs: list[list], non_tensor: Sequence[int], atol: float, rtol: float) -> tuple[str | None, str]:

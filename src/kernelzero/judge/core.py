@@ -27,7 +27,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -36,13 +36,30 @@ from kernelzero.judge.check import compare
 from kernelzero.judge.env import fingerprint
 from kernelzero.judge.guards import STATIC, library_op_violation, timing_violation
 from kernelzero.judge.options import BACKENDS, JudgeOptions
+from kernelzero.judge.sandbox.messages import (
+    CandidateBuilt,
+    CandidateOutputs,
+    CandidateTiming,
+    Done,
+    Failed,
+    GuardHit,
+    Message,
+    ProtocolError,
+    ReferenceOutputs,
+    ReferenceTiming,
+    Started,
+    TimedSaved,
+    TimingReady,
+    parse,
+)
 from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes, isolation_mode
 from kernelzero.judge.verdict import Timing, Verdict
 from kernelzero.tasks import Task
 
-# Static checks on candidate source (issue 4 adds the anti-hacking ones): (tree, source, backend) -> (guard, msg).
+# Static checks on candidate source (the anti-hacking rules of guards.STATIC): (tree, source, backend) -> (guard, msg).
 StaticCheck = Callable[[ast.Module, str, str], "tuple[str, str] | None"]
 STATIC_CHECKS: list[StaticCheck] = list(STATIC)  # kernelzero.judge.guards; the first hit decides
+M = TypeVar("M", bound=Message)  # the worker message a stage waits for
 
 
 def source_hash(*parts: str) -> str:
@@ -115,7 +132,7 @@ class Judge:
         self._lock = threading.Lock()
         self._device_bytes = 0  # of references kept on the compare GPU (`_place`)
         self.timing_lock = threading.Lock()  # one timed module at a time on the GPU
-        # Issue 5 (throughput), set by the pools: a CPU build farm, env for every worker (CUDA_VISIBLE_DEVICES of
+        # Throughput, set by the pools: a CPU build farm, env for every worker (CUDA_VISIBLE_DEVICES of
         # this judge's GPU), and a bound on live candidate workers. Unset: builds happen in the candidate worker.
         self.farm: BuildFarm | None = None
         self.sandbox_env: dict[str, str] = {}
@@ -139,7 +156,7 @@ class Judge:
             return Verdict.fail(static[0], static[2], guard=static[1], **base)
         if backend == "cuda" and self.device != "cuda":
             return Verdict.fail("infra_error", "CUDA candidates need a GPU; this judge runs on CPU", **base)
-        # issue 5: the CPU farm builds while the reference runs (a cold task's reference takes 10-20 s on a GPU)
+        # the CPU farm builds while the reference runs (a cold task's reference takes 10-20 s on a GPU)
         build = self.farm.submit(source) if self.farm is not None else None
         ref = self.reference(task)
         if ref.error is not None:
@@ -169,7 +186,7 @@ class Judge:
 
     def _place(self, ref: Reference) -> None:
         """Keep `ref`'s tensors on the compare GPU while they fit in `reference_device_gb`: every compare then copies
-        only the candidate's outputs there (issue 5: the reference's copy took as long). Called under `self._lock`."""
+        only the candidate's outputs there (the reference's copy took as long). Called under `self._lock`."""
         n = ref.nbytes
         if self.compare_device in (None, "cpu") or ref.error is not None:
             return
@@ -218,7 +235,7 @@ class Judge:
 
     def _sandbox(self, job: dict[str, Any]) -> Sandbox:
         job = {**job, "device": self.device, "allow_tf32": self.options.allow_tf32}
-        if self.warm is not None:  # issue 5: a pre-spawned worker (same env), see WarmSandboxes
+        if self.warm is not None:  # a pre-spawned worker (same env), see WarmSandboxes
             return self.warm.take(job)
         return Sandbox(
             job=job, device=self.device, memory_limit_gb=self.options.memory_limit_gb, extra_env=dict(self.sandbox_env)
@@ -239,34 +256,34 @@ class Judge:
             sb.start()
             deadline = time.monotonic() + o.build_timeout_s + o.run_timeout_s
             while True:
-                msg = sb.recv(deadline)
+                msg = _receive(sb, deadline, "reference")  # task code runs there: a malformed message is its fault
                 if msg is None:
                     exit_ = sb.finish()
                     ref.error = f"reference worker exited (code {exit_.returncode}): {exit_.log_tail[-800:]}"
                     break
-                if msg["event"] == "outputs":
+                if isinstance(msg, ReferenceOutputs):
                     data = sb.load_output("out")
-                    ref.outputs, ref.structures, ref.checksums = data["outputs"], msg["structures"], msg["checksums"]
-                    ref.ops, ref.replay_outputs = msg.get("ops", {}), data["replay"]
+                    ref.outputs, ref.structures, ref.checksums = data["outputs"], msg.structures, msg.checksums
+                    ref.ops, ref.replay_outputs = msg.ops, data["replay"]
                     ref.degenerate = degenerate_canary(ref.outputs, data["identity"], o.atol, o.rtol)
                     if self.timed:
                         # torch.compile compiles before `timing_ready`, outside the lock (other GPUs' work goes on)
-                        msg = sb.recv(time.monotonic() + 4 * o.run_timeout_s)
-                        if msg is None or msg.get("event") != "timing_ready":
-                            ref.error = f"reference timing failed: {msg or sb.log_tail()[-800:]}"
+                        ready = _receive(sb, time.monotonic() + 4 * o.run_timeout_s, "reference")
+                        if not isinstance(ready, TimingReady):
+                            ref.error = f"reference timing failed: {ready or sb.log_tail()[-800:]}"
                             break
                         with self.timing_lock:
                             sb.send({"cmd": "time"})
-                            msg = sb.recv(time.monotonic() + 2 * o.run_timeout_s)  # eager + compile
-                        if msg is None or msg.get("event") != "timing":
-                            ref.error = f"reference timing failed: {msg or sb.log_tail()[-800:]}"
+                            timing = _receive(sb, time.monotonic() + 2 * o.run_timeout_s, "reference")  # eager+compile
+                        if not isinstance(timing, ReferenceTiming):
+                            ref.error = f"reference timing failed: {timing or sb.log_tail()[-800:]}"
                             break
-                        ref.eager, ref.compiled = msg.get("eager"), msg.get("compile")
+                        ref.eager, ref.compiled = timing.eager, timing.compile
                         ref.timed_outputs = sb.load_output("timed")
-                elif msg["event"] == "error":
-                    ref.error = f"{msg['stage']}: {msg['message'][-800:]}"
+                elif isinstance(msg, Failed):
+                    ref.error = f"{msg.stage}: {msg.message[-800:]}"
                     break
-                elif msg["event"] == "done":
+                elif isinstance(msg, Done):
                     break
         except (TimeoutError, ChannelError) as exc:
             ref.error = f"reference worker {type(exc).__name__}: {exc}"
@@ -283,7 +300,7 @@ class Judge:
         if self.timed:
             job.update(timing=o.timing_config())
         try:
-            built = build.result() if build is not None else None  # issue 5: built on the CPU farm
+            built = build.result() if build is not None else None  # built on the CPU farm
         except CancelledError:  # the pool closed without waiting
             return Verdict.fail("infra_error", "the build farm shut down before this candidate was built", **base)
         if built is not None:
@@ -301,35 +318,32 @@ class Judge:
         def fail(status: str, feedback: str, guard: str | None = None) -> StageFailure:
             return StageFailure(Verdict.fail(status, feedback, guard=guard, stage_s=stage_s, **base))
 
-        def expect(event: str, timeout_s: float, stage: str) -> dict:
+        def expect(kind: type[M], timeout_s: float, stage: str) -> M:
             t0 = time.monotonic()
             try:
                 while True:
-                    msg = sb.recv(t0 + timeout_s)
+                    msg = _receive(sb, t0 + timeout_s, "candidate")
                     if msg is None:
                         exit_ = sb.finish()
                         rc = exit_.returncode or 0
                         how = f"signal {-rc}" if rc < 0 else f"code {rc}"
                         raise fail("crashed", f"worker died during {stage} ({how}) without a result\n{exit_.log_tail}")
-                    bad = malformed(msg)
-                    if bad is not None:  # the key is in the worker's memory: a candidate can forge messages
-                        raise fail("rejected", f"the worker sent a malformed `{msg.get('event')}` message: {bad}",
-                                   "channel")  # fmt: skip
-                    if msg["event"] == event:
+                    if isinstance(msg, kind):
                         stage_s[stage] = round(time.monotonic() - t0, 3)
-                        split = msg.get("seconds")  # the worker's own split of the stage (figures only)
+                        split = getattr(msg, "seconds", None)  # the worker's own split of the stage (figures only)
                         for part, seconds in list(split.items())[:8] if isinstance(split, dict) else ():
-                            if isinstance(seconds, (int, float)):
-                                stage_s[f"{stage}.{str(part)[:24]}"] = round(float(seconds), 3)
+                            stage_s[f"{stage}.{part[:24]}"] = round(float(seconds), 3)
                         return msg
-                    if msg["event"] == "error":
-                        status = "compile_error" if msg["stage"] in ("import", "compile") else "runtime_error"
-                        raise fail(status, f"{msg['stage']} failed: {msg['message']}", msg["stage"])
-                    if msg["event"] == "guard":
-                        raise fail("rejected", msg["message"], msg["guard"])
+                    if isinstance(msg, Failed):
+                        status = "compile_error" if msg.stage in ("import", "compile") else "runtime_error"
+                        raise fail(status, f"{msg.stage} failed: {msg.message}", msg.stage)
+                    if isinstance(msg, GuardHit):
+                        raise fail("rejected", msg.message, msg.guard)
             except TimeoutError:
                 sb.finish(timed_out=True)
                 raise fail("timeout", f"{stage} exceeded {timeout_s:.0f} s; the worker was killed", stage) from None
+            except ProtocolError as exc:  # the key is in the worker's memory: a candidate can forge messages
+                raise fail("rejected", f"the worker sent {exc}", "channel") from None
             except ChannelError as exc:
                 raise fail("rejected", f"the worker's result channel was tampered with: {exc}", "channel") from None
 
@@ -339,14 +353,14 @@ class Judge:
                 slots.acquire()
         try:
             sb.start()
-            veil = expect("started", o.build_timeout_s, "start").get("veil")  # sent before candidate code runs
+            veil = expect(Started, o.build_timeout_s, "start").veil  # sent before candidate code runs
             if veil is not None:  # how this job's scratch was isolated: a mount point, or `none` where it could not be
                 base["env"] = {**base["env"], "scratch_veil": veil}
-            expect("built", o.build_timeout_s, "build")
-            with _waited(stage_s, "wait_trials", self._trials_guard()):  # issue 5: none while a module is timed
+            expect(CandidateBuilt, o.build_timeout_s, "build")
+            with _waited(stage_s, "wait_trials", self._trials_guard()):  # none while a module is timed
                 sb.send({"cmd": "run", "seeds": ref.seeds, "replay": ref.replay})
-                msg = expect("outputs", o.run_timeout_s, "run")
-            if msg["checksums"] != ref.checksums:
+                msg = expect(CandidateOutputs, o.run_timeout_s, "run")
+            if msg.checksums != ref.checksums:
                 raise fail("rejected", "the candidate's inputs differ from the reference's (torch patched?)", "inputs")
             try:
                 with _stopwatch(stage_s, "load"):
@@ -362,12 +376,13 @@ class Judge:
                 # the comparison zips trials: a short (forged) file must not skip any
                 raise fail("rejected", f"the outputs file does not hold {expected[0]} trials and {expected[1]} replays",
                            "channel")  # fmt: skip
-            if msg["structures"] != ref.structures:
-                raise fail("incorrect", f"output structure {msg['structures'][0]} != {ref.structures[0]}", "structure")
+            if msg.structures != ref.structures:
+                got = msg.structures[0] if msg.structures else "none"
+                raise fail("incorrect", f"output structure {got} != {ref.structures[0]}", "structure")
             with _waited(stage_s, "wait_compare", self._trials_guard()):  # GPU work: never while a module is timed
                 with _stopwatch(stage_s, "compare"):
                     worst = self._compare_trials(ref, outputs, replay, fail)
-            violation = library_op_violation(ref.ops, msg.get("ops", {}), msg.get("launches"), o.library_ops)
+            violation = library_op_violation(ref.ops, msg.ops, msg.launches, o.library_ops)
             if violation is not None:
                 raise fail("rejected", violation, "no_custom_kernel")
             if ref.degenerate is not None:  # the task cannot tell right from wrong: not the candidate's fault
@@ -380,21 +395,21 @@ class Judge:
             if self.timed:
                 with _waited(stage_s, "wait_timing", self.timing_lock):
                     sb.send({"cmd": "time", "timing_seeds": ref.timing_seeds})
-                    msg = expect("timing", o.run_timeout_s, "time")
+                    timing = expect(CandidateTiming, o.run_timeout_s, "time")
                 # the timed outputs' copy off the GPU and their check: shared GPU work, so outside the timing lock
                 with _waited(stage_s, "wait_timed_check", self._trials_guard()):
                     sb.send({"cmd": "save_timed"})
-                    expect("timed_saved", o.run_timeout_s, "timed_save")
+                    expect(TimedSaved, o.run_timeout_s, "timed_save")
                     with _stopwatch(stage_s, "timed_check"):
                         bad = self._check_timed_outputs(sb, ref)
                 if bad is not None:  # honest only while not timed
                     raise fail("rejected", bad[1], bad[0])
-                written = min(_nbytes(ref.outputs[0]), msg.get("storage_bytes", 0))
-                bad = timing_violation(msg["candidate"], written, o.roofline_tbs)
+                written = min(_nbytes(ref.outputs[0]), timing.storage_bytes)
+                bad = timing_violation(timing.candidate, written, o.roofline_tbs)
                 if bad is not None:
                     raise fail("rejected", bad[1], bad[0])
-                self._attach_timing(verdict, msg["candidate"], ref)
-            expect("done", 30, "finish")
+                self._attach_timing(verdict, timing.candidate, ref)
+            expect(Done, 30, "finish")
             return verdict
         finally:
             sb.finish()
@@ -455,54 +470,15 @@ class Judge:
                 verdict.speedup_compile = verdict.compile_runtime.median_ms / verdict.runtime.median_ms
 
 
-def malformed(msg: Any) -> str | None:
-    """What is wrong with a worker message the judge will read fields of, or None. Worker messages are signed, but
-    the key lives in the worker, so a candidate can send its own: a wrong type must become a verdict, not an
-    exception in the judge, and a file name must stay inside the job's scratch directory."""
-    if not isinstance(msg, dict) or not isinstance(msg.get("event"), str):
-        return "not a dict with a string `event`"
-    for name, ok in _REQUIRED.get(msg["event"], {}).items():
-        if not ok(msg.get(name)):
-            return f"field `{name}`"
-    for name, ok in _OPTIONAL.items():
-        if name in msg and not ok(msg[name]):
-            return f"field `{name}`"
-    return None
+def _receive(sb: Sandbox, deadline: float, job: str) -> Message | None:
+    """The worker's next message, read as its job's protocol (`messages.parse`); None when it exited. Raises
+    ProtocolError for a message the judge cannot read (a forged one: the key lives in the worker)."""
+    raw = sb.recv(deadline)
+    return None if raw is None else parse(raw, job)
 
 
 def _lists_of_lists(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, list) for x in v)
-
-
-def _is_str(v: Any) -> bool:
-    return isinstance(v, str)
-
-
-def _list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    return lambda v: isinstance(v, list) and all(check(x) for x in v)
-
-
-def _is_timing(v: Any) -> bool:
-    """`time_model`'s summaries: events and wall, each exactly `Timing`'s fields, numbers."""
-    keys = {"median_ms", "iqr_ms", "min_ms", "n"}
-    return isinstance(v, dict) and all(
-        isinstance(v.get(k), dict) and set(v[k]) == keys and all(isinstance(x, (int, float)) for x in v[k].values())
-        for k in ("events", "wall")
-    )
-
-
-_REQUIRED: dict[str, dict[str, Callable[[Any], bool]]] = {  # fields `malformed` requires, per event
-    "error": {"stage": _is_str, "message": _is_str},
-    "guard": {"guard": _is_str, "message": _is_str},
-    "outputs": {"structures": _list_of(_is_str), "checksums": _list_of(_list_of(_is_str))},
-    "timing": {"candidate": _is_timing},
-}
-_OPTIONAL: dict[str, Callable[[Any], bool]] = {  # fields `malformed` checks where present
-    "ops": lambda v: isinstance(v, dict) and all(type(n) is int for n in v.values()),
-    "launches": lambda v: v is None or type(v) is int,
-    "storage_bytes": lambda v: type(v) is int,
-    "veil": lambda v: _is_str(v) and len(v) <= 4096,
-}
 
 
 @contextlib.contextmanager

@@ -55,6 +55,7 @@ from kernelzero.judge.build.bind import BRIDGE_SOURCE, LIBRARY, binding, build_b
 from kernelzero.judge.build.headers import PCH_FLAG_SETS, build_pch, has_cuda_toolkit
 from kernelzero.judge.build.lean import HEADER, TABLES, blocked_by, installed_table, load_table, table_name
 from kernelzero.judge.build.split import _strip_comments, split
+from kernelzero.judge.sandbox.messages import Done, Failed, GuardHit, Message, Prebuilt, Probed, Started, Unbuilt, parse
 from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes
 
 _BUILD_ERROR = "Error building extension"  # torch's message when ninja fails: the candidate's compile error
@@ -368,12 +369,12 @@ class BuildFarm:
         (sb.scratch / "candidate.py").write_text(source)
         sb.job.update(candidate_path=str(sb.scratch / "candidate.py"), build_dir=str(sb.scratch / "builds"))
         # the worker is dead once this returns: nothing can race the promotion below
-        msg = self._exchange(sb, ("built", "unbuilt"))
+        msg = self._exchange(sb)
         try:
-            if msg and msg.get("event") == "error" and msg.get("stage") == "compile":
-                return self._promote(sb.scratch / "builds", key, "compile_error", msg["message"])
-            if msg and msg.get("event") == "built":
-                modes = [m for m in msg.get("modes") or [] if m in BUILD_MODES]  # worker-sent: figures only
+            if isinstance(msg, Failed) and msg.stage == "compile":
+                return self._promote(sb.scratch / "builds", key, "compile_error", msg.message)
+            if isinstance(msg, Prebuilt):
+                modes = [m for m in msg.modes if m in BUILD_MODES]  # worker-sent: figures only
                 steps = ninja_steps(sb.scratch / "builds")
                 with self._lock:
                     self.build_modes.update(modes)
@@ -381,26 +382,27 @@ class BuildFarm:
                 result = self._promote(sb.scratch / "builds", key, "built", "")
                 result.modes, result.steps = modes, steps
                 return result
-            return BuildResult("fallback", feedback=(msg or {}).get("message", sb.log_tail())[-2000:])
+            why = msg.message if isinstance(msg, (Failed, GuardHit, Unbuilt)) else sb.log_tail()
+            return BuildResult("fallback", feedback=why[-2000:])
         finally:
             sb.cleanup()
 
-    def _exchange(self, sb: Sandbox, answers: tuple[str, ...]) -> dict | None:
-        """Start `sb`'s job and wait for its answer (an event in `answers`, or `error`); the worker is finished
-        (dead) on return. None when it exited without one, an `unbuilt` message on a timeout or a broken channel."""
-        msg: dict | None = None
+    def _exchange(self, sb: Sandbox) -> Message | None:
+        """Start `sb`'s job and wait for its answer, the first message other than `started` and `done`; the worker
+        is finished (dead) on return. None when it exited without one; `Unbuilt` on a timeout, a broken channel or
+        a message its job never sends (`messages.parse`: the build worker runs candidate code, which can forge)."""
         try:
             sb.start()
             deadline = time.monotonic() + self.timeout_s
-            while msg is None or msg.get("event") in ("started", "done"):
-                msg = sb.recv(deadline)
-                if msg is None or msg.get("event") in (*answers, "error"):
-                    break
+            while True:
+                raw = sb.recv(deadline)
+                msg = None if raw is None else parse(raw, sb.job["kind"])
+                if not isinstance(msg, (Started, Done)):
+                    return msg
         except (TimeoutError, ChannelError) as exc:
-            msg = {"event": "unbuilt", "message": f"{type(exc).__name__}: {exc}"}
+            return Unbuilt(message=f"{type(exc).__name__}: {exc}")
         finally:
             sb.finish()
-        return msg
 
     def probe_headers(self) -> dict[str, str]:
         """Ask a build worker, in the build sandbox with the build environment, whether its compiler takes each
@@ -418,10 +420,12 @@ class BuildFarm:
         job = {"kind": "probe_headers", "device": "cpu", "headers": headers, "with_cuda": has_cuda_toolkit()}
         sb = Sandbox(job=job, device="cpu", memory_limit_gb=self.memory_limit_gb, extra_env=self._env())
         try:
-            msg = self._exchange(sb, ("probed",)) or {}
-            found = msg.get("headers") if msg.get("event") == "probed" else None
-            if not isinstance(found, dict):
-                found = {name: f"not probed: {msg.get('message') or sb.log_tail()[-300:]}" for name, *_ in headers}
+            msg = self._exchange(sb)
+            if isinstance(msg, Probed):
+                found = msg.headers
+            else:
+                why = msg.message if isinstance(msg, (Failed, GuardHit, Unbuilt)) else ""
+                found = {name: f"not probed: {why or sb.log_tail()[-300:]}" for name, *_ in headers}
         finally:
             sb.cleanup()
         self.pch_probe = {name: str(found.get(name, "not probed")) for name, *_ in headers}

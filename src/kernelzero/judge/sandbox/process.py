@@ -25,7 +25,7 @@ The channel: results travel on a dedicated pipe (never stdout/stderr, which the 
 length-prefixed JSON, each message signed with HMAC-SHA256 under a per-job key and a sequence number. Printing a
 fake verdict therefore does nothing. The key lives in the worker's memory, so code inside the worker could forge a
 message; the judge never trusts a message for correctness (outputs are compared in the parent) and reads
-no field of one before `core.malformed` has checked its shape (a forged one is `rejected`, guard `channel`).
+every message through `messages.parse`, which checks its shape (a forged one is `rejected`, guard `channel`).
 """
 
 from __future__ import annotations

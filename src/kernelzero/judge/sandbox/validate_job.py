@@ -1,8 +1,9 @@
 """The worker's `validate` job: run a proposed task module so the caller can decide whether it is a usable task.
 
 Runs inside the sandboxed worker (registered in `worker.JOBS`); it decides nothing. It reports sizes, seals the
-outputs of three forwards into its `out` memfd and reports the forward time; `kernelzero.curriculum.validate` reads
-them in the caller's process and names the reason a task is rejected. The three forwards:
+outputs of three forwards into its `out` memfd and reports the forward time (`messages.Sized`,
+`messages.ValidateOutputs`); `kernelzero.curriculum.validate` reads them in the caller's process and names the
+reason a task is rejected. The three forwards:
   a: inputs drawn with `input_seed`, global RNG reseeded to 1 just before forward;
   b: a second call of the same model on the same inputs, RNG reseeded to 2  -> a != b: nondeterministic (random
      sampling or dropout in forward, state kept between calls);
@@ -14,26 +15,18 @@ process and could forge them); the caller's wall-clock timeout and the worker's 
 
 from __future__ import annotations
 
-from functools import partial
-from types import ModuleType
-
+from kernelzero.judge.sandbox.harness import Bound, StageError, build_model, flatten_outputs, load_module, make_inputs
+from kernelzero.judge.sandbox.messages import Sized, ValidateOutputs, wire
 from kernelzero.judge.sandbox.process import Channel
-
-
-def bind(worker: ModuleType):
-    """The job function for `worker.JOBS`, bound to the running worker module. The worker runs as `__main__`, so
-    importing `kernelzero.judge.sandbox.worker` from here would load a second copy whose `StageError` its `main` never
-    catches; taking the module as an argument keeps one copy (and keeps the edit in worker.py to one line)."""
-    return partial(_job_validate, w=worker)
 
 
 def _numel(torch, tensors) -> int:
     return sum(int(t.numel()) for t in tensors if isinstance(t, torch.Tensor))
 
 
-def _sizes(w, torch, task_mod, init_inputs: list, device: str) -> dict:
-    model = w.build_model(torch, task_mod.Model, init_inputs, 0, device)
-    inputs = w.make_inputs(torch, task_mod, 0, device)
+def _sizes(torch, task_mod, init_inputs: list, device: str) -> dict:
+    model = build_model(torch, task_mod.Model, init_inputs, 0, device)
+    inputs = make_inputs(torch, task_mod, 0, device)
     params = _numel(torch, model.parameters()) + _numel(torch, model.buffers())
     return {"input_elements": _numel(torch, inputs), "param_elements": params}
 
@@ -42,7 +35,7 @@ def _over(sizes: dict, job: dict) -> bool:
     return sizes["input_elements"] > job["max_input_elements"] or sizes["param_elements"] > job["max_param_elements"]
 
 
-def _forward(w, torch, bound, model, inputs: list, rng_seed: int, device: str) -> tuple[list, str, float]:
+def _forward(torch, bound: Bound, model, inputs: list, rng_seed: int, device: str) -> tuple[list, str, float]:
     torch.manual_seed(rng_seed)  # forward must not depend on the global RNG: a different stream per call shows it
     t0 = bound.perf_counter()
     with torch.no_grad():
@@ -50,52 +43,51 @@ def _forward(w, torch, bound, model, inputs: list, rng_seed: int, device: str) -
     if device == "cuda":
         bound.synchronize()
     ms = (bound.perf_counter() - t0) * 1e3
-    structure, items = w.flatten_outputs(torch, out)
+    structure, items = flatten_outputs(torch, out)
     tensors = [t.detach().to("cpu", copy=True).contiguous() if type(t) is bound.tensor_type else None for t in items]
     return tensors, structure, ms
 
 
-def _job_validate(job: dict, chan: Channel, torch, bound, *, w: ModuleType) -> None:
+def job_validate(job: dict, chan: Channel, torch, bound: Bound) -> None:
     device = job["device"]
     try:
-        task_mod = w.load_module(job["task_path"], "kz_task")
+        task_mod = load_module(job["task_path"], "kz_task")
     except Exception as exc:
-        raise w.StageError("import", exc) from exc
+        raise StageError("import", exc) from exc
     try:
         init_inputs = list(task_mod.get_init_inputs())
     except Exception as exc:
-        raise w.StageError("init", exc) from exc
+        raise StageError("init", exc) from exc
     try:
-        meta = _sizes(w, torch, task_mod, init_inputs, "meta")
+        meta = _sizes(torch, task_mod, init_inputs, "meta")
     except Exception:  # data-dependent code (.item(), numpy) cannot run on meta; measure the real tensors below
         meta = None
     if meta is not None and _over(meta, job):
-        chan.send({"event": "sized", "meta": True, **meta})
+        chan.send(wire(Sized(meta=True, **meta)))
         return
     try:
-        model = w.build_model(torch, task_mod.Model, init_inputs, job["init_seed"], device)
+        model = build_model(torch, task_mod.Model, init_inputs, job["init_seed"], device)
     except Exception as exc:
-        raise w.StageError("init", exc) from exc
+        raise StageError("init", exc) from exc
     try:
-        inputs = w.make_inputs(torch, task_mod, job["input_seed"], device)
-        other = w.make_inputs(torch, task_mod, job["other_seed"], device)
+        inputs = make_inputs(torch, task_mod, job["input_seed"], device)
+        other = make_inputs(torch, task_mod, job["other_seed"], device)
     except Exception as exc:
-        raise w.StageError("inputs", exc) from exc
+        raise StageError("inputs", exc) from exc
     params = _numel(torch, model.parameters()) + _numel(torch, model.buffers())
     sizes = {"input_elements": _numel(torch, inputs), "param_elements": params}
-    chan.send({"event": "sized", "meta": False, **sizes})
+    chan.send(wire(Sized(meta=False, **sizes)))
     if _over(sizes, job):
         return
     runs, structures, times = [], [], []
     try:
         for xs, rng_seed in ((inputs, 1), (inputs, 2), (other, 1)):
-            tensors, structure, ms = _forward(w, torch, bound, model, xs, rng_seed, device)
+            tensors, structure, ms = _forward(torch, bound, model, xs, rng_seed, device)
             runs.append(tensors)
             structures.append(structure)
             times.append(ms)
     except Exception as exc:
-        raise w.StageError("forward", exc) from exc
+        raise StageError("forward", exc) from exc
     bad = [i for i, t in enumerate(runs[0]) if t is None]
     bound.save({"runs": [[t for t in r if t is not None] for r in runs]}, "out")
-    chan.send({"event": "outputs", "structures": structures, "non_tensor": bad,
-               "forward_ms": min(times)})  # fmt: skip
+    chan.send(wire(ValidateOutputs(structures=structures, non_tensor=bad, forward_ms=min(times))))

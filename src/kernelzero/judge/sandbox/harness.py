@@ -1,0 +1,324 @@
+"""The harness the worker's jobs share: what runs task and candidate code under test, and the errors it reports.
+
+Clocks, comparisons and the output writer are bound before untrusted code is imported (`Bound`): patching
+`torch.cuda.Event` later does not change our clock. Inputs are drawn on the device per seed, models are built under
+the same seed as their twin, and each forward is checked (`checked_forward`: exact tensors, no output aliasing an
+input); replay trials reuse the last trial's input buffers with new contents. `make_op_recorder` and `LaunchCounter`
+record what a candidate's forward computed with torch and how many of its own kernels it launched. A failure of the
+code under test is a `StageError` or a `GuardViolation`, which the worker's `main` turns into a message.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import gc
+import hashlib
+import os
+import secrets
+import signal
+import sys
+import time
+import traceback
+
+from kernelzero.judge.guards import CANDIDATE_MODULE
+from kernelzero.judge.sandbox.process import SEALS
+
+
+class StageError(Exception):
+    """A failure of the code under test at a named stage; becomes a verdict status in the parent."""
+
+    def __init__(self, stage: str, exc: BaseException):
+        super().__init__(f"{stage}: {exc}")
+        self.stage = stage
+        self.exc = exc
+
+
+class GuardViolation(Exception):
+    """A guard checked inside the worker fired; the parent's verdict is `rejected`, naming `guard`."""
+
+    def __init__(self, guard: str, message: str):
+        super().__init__(message)
+        self.guard = guard
+
+
+def short_tb(exc: BaseException, limit: int = 4) -> str:
+    """The exception line first (what a model needs most), then the innermost frames."""
+    head = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    frames = "".join(traceback.format_tb(exc.__traceback__, limit=-limit))
+    return f"{head}\n{frames}"[-6000:]
+
+
+def load_module(path: str, name: str):
+    """Import a source file as a module (Triton needs a real file to read kernel sources from)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def make_inputs(torch, task_mod, seed: int, device: str) -> list:
+    """The task's own `get_inputs`, drawn directly on the device (no multi-GB CPU draws), under `seed`."""
+    torch.manual_seed(seed)
+    with torch.device(device):
+        inputs = task_mod.get_inputs()
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def build_model(torch, cls, init_inputs: list, seed: int, device: str):
+    torch.manual_seed(seed)
+    with torch.device(device):
+        model = cls(*init_inputs)
+    return model.to(device).eval()
+
+
+def flatten_outputs(torch, out) -> tuple[str, list]:
+    """A forward's result as (structure, list of tensors). Exact `torch.Tensor` only: subclasses are a known hack."""
+    items = list(out) if isinstance(out, (tuple, list)) else [out]
+    structure = f"{type(out).__name__}[{len(items)}]" if isinstance(out, (tuple, list)) else "tensor"
+    return structure, items
+
+
+def checksum(torch, tensors: list) -> list[str]:
+    """A cheap fingerprint of the inputs so the parent can see both sides drew the same ones."""
+    out = []
+    for t in tensors:
+        if isinstance(t, torch.Tensor):
+            flat = t.detach().reshape(-1)
+            probe = flat[:: max(1, flat.numel() // 4096)].to("cpu", torch.float64)
+            out.append(hashlib.sha1(probe.numpy().tobytes() + str((tuple(t.shape), t.dtype)).encode()).hexdigest())
+        else:
+            out.append(repr(t))
+    return out
+
+
+class Bound:
+    """Harness functions captured before untrusted code runs, so later monkeypatching does not reach them."""
+
+    def __init__(self, torch):
+        self.perf_counter = time.perf_counter
+        self.randbelow = secrets.randbelow  # which timed calls' outputs are checked (timing.time_model)
+        self._torch_save, self._open, self._gc, self._signal = torch.save, open, gc, signal
+        self._sigmask, self._ftruncate, self._lseek = signal.pthread_sigmask, os.ftruncate, os.lseek
+        self._fcntl, self._F_ADD_SEALS, self._F_SEAL_SEAL = fcntl.fcntl, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL
+        self.output_fds: dict[str, int] = {}  # set from the job: the sandbox's memfds
+        self.clone = torch.Tensor.clone
+        self.equal = torch.equal
+        self.tensor_type = torch.Tensor
+        if torch.cuda.is_available():
+            self.event = torch.cuda.Event
+            self.synchronize = torch.cuda.synchronize
+            self.elapsed = torch.cuda.Event.elapsed_time
+        else:  # host clocks, for the timing protocol on CPU (JudgeOptions.timing_on_cpu)
+            self.event = _host_event(time.perf_counter)
+            self.synchronize = lambda: None
+            self.elapsed = lambda start, end: (end.t - start.t) * 1e3
+
+    def save(self, obj, name: str) -> None:
+        """Write `obj` into the sandbox's `name` memfd (`sandbox.OUTPUTS`) and seal it: from then on nobody, candidate
+        code included, can change what the judge reads. Signals are blocked and the garbage collector paused for the
+        write and the seal, so no candidate code (a signal handler, a finalizer) runs between the two."""
+        fd = self.output_fds[name]
+        mask = self._sigmask(self._signal.SIG_BLOCK, self._signal.valid_signals())
+        collecting = self._gc.isenabled()
+        self._gc.disable()
+        try:
+            self._ftruncate(fd, 0)
+            self._lseek(fd, 0, os.SEEK_SET)
+            with self._open(fd, "wb", closefd=False) as f:
+                self._torch_save(obj, f)
+            self._fcntl(fd, self._F_ADD_SEALS, SEALS | self._F_SEAL_SEAL)
+        finally:
+            if collecting:
+                self._gc.enable()
+            self._sigmask(self._signal.SIG_SETMASK, mask)
+
+
+def _host_event(clock):
+    """A stand-in for torch.cuda.Event on CPU: `record()` reads `clock` (bound here, before candidate import)."""
+
+    class HostEvent:
+        def __init__(self, enable_timing: bool = True):
+            self.t = 0.0
+
+        def record(self) -> None:
+            self.t = clock()
+
+    return HostEvent
+
+
+def run_forward_trials(torch, bound: Bound, model, task_mod, seeds: list[int], device: str, check_inputs: bool,
+                       recorder=None):  # fmt: skip
+    """Per seed: fresh inputs, one forward, outputs copied to CPU. Returns (structures, outputs, input checksums).
+
+    `recorder` (an `OpRecorder`) is entered around each forward to log the aten ops it dispatches.
+    The last trial's input tensors stay in `bound.last_inputs` for the replay trials (same objects, new contents).
+    """
+    structures, outputs, sums = [], [], []
+    for seed in seeds:
+        t0 = bound.perf_counter()
+        inputs = make_inputs(torch, task_mod, seed, device)
+        sums.append(checksum(torch, inputs))
+        before = [bound.clone(x) if isinstance(x, bound.tensor_type) else x for x in inputs] if check_inputs else []
+        structure, items = checked_forward(torch, bound, model, inputs, device, recorder)
+        for x, x0 in zip(inputs, before):
+            if isinstance(x, bound.tensor_type) and not bound.equal(x, x0):
+                raise GuardViolation("input_mutation", "forward modified its input tensor")
+        structures.append(structure)
+        outputs.append(items)
+        bound.last_inputs = inputs
+        if not hasattr(bound, "first_call_s"):  # the first call holds Triton's JIT compile (bench figures)
+            bound.first_call_s = bound.perf_counter() - t0
+    return structures, outputs, sums
+
+
+def checked_forward(torch, bound: Bound, model, inputs: list, device: str, recorder=None) -> tuple[str, list]:
+    """One checked forward: (structure, outputs copied to CPU). Raises the tensor_subclass / aliasing guards."""
+    with torch.no_grad():
+        if recorder is not None:
+            with recorder:
+                out = model(*inputs)
+        else:
+            out = model(*inputs)
+    if device == "cuda":
+        bound.synchronize()
+    structure, items = flatten_outputs(torch, out)
+    for t in items:
+        if type(t) is not bound.tensor_type:
+            raise GuardViolation("tensor_subclass", f"forward returned {type(t).__name__}, not torch.Tensor")
+        for x in inputs:
+            if isinstance(x, bound.tensor_type) and t.numel() and x.numel() and _shares_storage(t, x):
+                raise GuardViolation("aliasing", "an output shares memory with an input")
+    bound.storage_bytes = sum(t.untyped_storage().nbytes() for t in items)  # memory the outputs really span
+    return structure, [t.detach().to("cpu", copy=True).contiguous() for t in items]
+
+
+def perturb(torch, inputs: list, pseed: int, device: str) -> None:
+    """Flip the sign (magnitude >= 1) of 2 elements of each floating input, deterministically from `pseed` (0: none).
+
+    The replay guard's probe: same buffer, almost the same contents, so a cache keyed on the pointer, the shape or a
+    sampled checksum returns a stale output. Reference and candidate workers apply the same perturbation.
+    """
+    if not pseed:
+        return
+    gen = torch.Generator(device=device)
+    gen.manual_seed(pseed)
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.is_contiguous() and x.numel():
+            flat = x.view(-1)
+            idx = torch.randint(flat.numel(), (2,), generator=gen, device=device)
+            mag = torch.rand(2, generator=gen, device=device).to(x.dtype) + 1
+            flat[idx] = torch.where(flat[idx] >= 0, -mag, mag)
+
+
+def replay_inputs(torch, task_mod, seeds: list[int], entry: list[int], device: str) -> list:
+    i, pseed = entry
+    inputs = make_inputs(torch, task_mod, seeds[i], device)
+    perturb(torch, inputs, pseed, device)
+    return inputs
+
+
+def run_replay(torch, bound: Bound, model, task_mod, seeds: list[int], plan: list, device: str) -> list:
+    """Replay trials: the last trial's input tensors are reused (`copy_` of new contents) in the parent's order.
+
+    Stops outputs cached by data_ptr / shape / sampled contents and first-N-calls-honest candidates: each replay's
+    output is compared with the reference's on the same contents (guard `replay`).
+    """
+    buf = bound.last_inputs
+    outputs = []
+    for entry in plan:
+        fresh = replay_inputs(torch, task_mod, seeds, entry, device)
+        for b, f in zip(buf, fresh):
+            if isinstance(b, bound.tensor_type):
+                b.copy_(f)
+        outputs.append(checked_forward(torch, bound, model, buf, device)[1])
+    return outputs
+
+
+def _shares_storage(a, b) -> bool:
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def make_op_recorder(torch):
+    """A TorchDispatchMode that logs aten op name -> elements touched (largest tensor per call, summed).
+
+    Triton launches and CUDA extension calls do not dispatch aten compute ops, so what it sees in a candidate's forward
+    is what torch itself computed for it (`guards.library_op_violation` decides from that).
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    tensor = torch.Tensor
+
+    class OpRecorder(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops: dict[str, int] = {}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            sizes = [t.numel() for t in tree_leaves((args, kwargs, out)) if isinstance(t, tensor)]
+            name = func.overloadpacket.__name__
+            self.ops[name] = self.ops.get(name, 0) + max(sizes, default=0)
+            return out
+
+    return OpRecorder()
+
+
+def cuda_profiler(torch):
+    """A torch.profiler recording CUDA kernels, for counting the candidate's `__global__` launches (GPU only)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    return profile(activities=[ProfilerActivity.CUDA])
+
+
+class LaunchCounter:
+    """Counts completed launches of kernels defined in the candidate module (`guards.CANDIDATE_MODULE`).
+
+    Triton: wraps `JITFunction.run` (GPU) and the interpreter's `InterpretedFunction.run` (CPU) before the candidate
+    is imported; a launch counts once `run` returns (an attempt that raises, e.g. inside a suppressed error, does
+    not). CUDA (GPU only): kernels in a torch.profiler trace whose names are `__global__` functions of the source.
+    """
+
+    def __init__(self, source: str):
+        import re
+
+        self.module = CANDIDATE_MODULE
+        self.count = 0
+        self.active = False
+        self.cuda_names = set(re.findall(r"__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+(\w+)", source))
+
+    def install_triton(self) -> None:
+        try:
+            from triton.runtime import interpreter, jit
+        except ImportError:  # no Triton here: CUDA candidates are counted by the profiler
+            return
+        for cls in (jit.JITFunction, interpreter.InterpretedFunction):
+            self._wrap(cls)
+
+    def _wrap(self, cls) -> None:
+        orig, counter = cls.run, self
+
+        def run(fn_self, *args, **kwargs):
+            result = orig(fn_self, *args, **kwargs)
+            fn = getattr(fn_self, "fn", None)
+            if counter.active and not kwargs.get("warmup") and getattr(fn, "__module__", None) == counter.module:
+                counter.count += 1
+            return result
+
+        cls.run = run
+
+    def count_cuda(self, prof) -> None:
+        """Add the launches of the candidate's `__global__` kernels found in a finished torch.profiler trace.
+
+        Kernel events carry demangled names (`void ns::relu_kernel<float>(float const*, ...)`): a `__global__` name
+        counts where it appears as a whole identifier.
+        """
+        import re
+
+        pattern = re.compile(r"(?<![\w])(" + "|".join(map(re.escape, sorted(self.cuda_names))) + r")(?![\w])")
+        for event in prof.events():
+            if str(getattr(event, "device_type", "")).endswith("CUDA") and pattern.search(event.name):
+                self.count += 1

@@ -1,0 +1,216 @@
+"""The judging jobs of the worker: `reference` and `candidate`, each one process, driven by the parent's commands.
+
+- `reference`: build `Model`, draw inputs per seed on the device, seal outputs into its `out` memfd, optionally time
+  the eager model and `torch.compile` of it. Never imports candidate code, so it cannot be slowed or patched by one.
+- `candidate`: import the candidate file (this builds CUDA extensions / defines Triton kernels), build `ModelNew`
+  with the same seed and weights as `Model`, run it on the same per-seed inputs once the parent sends the seeds,
+  seal outputs into its `out` memfd, then on request time it (outputs kept from timed calls go to `timed`).
+The messages each sends are `messages.PROTOCOL["reference"]` and `["candidate"]`; the parent's side is `judge.core`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kernelzero.judge.build.farm import install_load_inline_shim
+from kernelzero.judge.sandbox.harness import (
+    Bound,
+    GuardViolation,
+    LaunchCounter,
+    StageError,
+    build_model,
+    checked_forward,
+    cuda_profiler,
+    flatten_outputs,
+    load_module,
+    make_inputs,
+    make_op_recorder,
+    replay_inputs,
+    run_forward_trials,
+    run_replay,
+    short_tb,
+)
+from kernelzero.judge.sandbox.messages import (
+    CandidateBuilt,
+    CandidateOutputs,
+    CandidateTiming,
+    ReferenceOutputs,
+    ReferenceTiming,
+    TimedSaved,
+    TimingReady,
+    wire,
+)
+from kernelzero.judge.sandbox.process import Channel
+from kernelzero.judge.timing import time_model
+
+# Extension points for the reward-hacking guards: called with (stage, context dict) inside the candidate's worker.
+GUARD_HOOKS: list[Callable[[str, dict[str, Any]], None]] = []
+
+
+def _is_kernel_compile_error(exc: BaseException) -> bool:
+    """Triton compiles at first launch, so its compile errors surface in forward. Name them as compile errors."""
+    if "Compil" in type(exc).__name__ and type(exc).__module__.startswith("triton"):
+        return True
+    if type(exc).__name__ == "InterpreterError":  # TRITON_INTERPRET=1 wraps what a GPU build would reject
+        return isinstance(exc.__cause__, (AttributeError, NameError, TypeError, SyntaxError))
+    return False
+
+
+def job_reference(job: dict, chan: Channel, torch, bound: Bound) -> None:
+    device = job["device"]
+    task_mod = load_module(job["task_path"], "kz_task")
+    init_inputs = list(task_mod.get_init_inputs())
+    model = build_model(torch, task_mod.Model, init_inputs, job["init_seed"], device)
+    recorder = make_op_recorder(torch)
+    structures, outputs, sums = run_forward_trials(torch, bound, model, task_mod, job["seeds"], device, False,
+                                                   recorder)  # fmt: skip
+    replay = []
+    for entry in job.get("replay", []):
+        inputs = replay_inputs(torch, task_mod, job["seeds"], entry, device)
+        replay.append(checked_forward(torch, bound, model, inputs, device)[1])
+    # Degenerate-task canary "a copy of the input": per trial and output, an input of the same shape and dtype.
+    identity = []
+    for seed, outs in zip(job["seeds"], outputs):
+        inputs = [x for x in make_inputs(torch, task_mod, seed, device) if isinstance(x, torch.Tensor)]
+        match = [next((x for x in inputs if x.shape == o.shape and x.dtype == o.dtype), None) for o in outs]
+        identity.append([None if x is None else x.detach().to("cpu", copy=True).contiguous() for x in match])
+    bound.save({"outputs": outputs, "replay": replay, "identity": identity}, "out")
+    chan.send(wire(ReferenceOutputs(structures=structures, checksums=sums, ops=recorder.ops)))
+    if not job.get("timing"):
+        return
+    # Everything slow happens before the parent takes the GPU's timing lock: inputs, and torch.compile's
+    # compilation (tens of seconds of CPU work, which must not hold up other candidates' timing).
+    input_sets = [make_inputs(torch, task_mod, s, device) for s in job["timing_seeds"]]
+    compiled, compile_error = None, None
+    if job.get("compile_baseline"):
+        try:
+            compiled = torch.compile(model)
+            with torch.no_grad():
+                compiled(*input_sets[0])
+            bound.synchronize()
+        except Exception as exc:  # torch.compile failing is a fact about the task, reported, not fatal
+            compiled, compile_error = None, short_tb(exc, 2)
+    chan.send(wire(TimingReady()))
+    if json.loads(sys.stdin.readline() or "{}").get("cmd") != "time":
+        return
+    eager = time_and_keep(torch, bound, model, input_sets, job["timing"])
+    compiled_stats = None
+    if compiled is not None:
+        try:
+            compiled_stats = time_model(torch, bound, compiled, input_sets, job["timing"])
+        except Exception as exc:
+            compile_error = short_tb(exc, 2)
+    chan.send(wire(ReferenceTiming(eager=eager, compile=compiled_stats, compile_error=compile_error)))
+
+
+def time_and_keep(torch, bound: Bound, model, input_sets: list, cfg: dict) -> dict:
+    """`time_model` keeping one timed call's output per input set, saved to the `timed` memfd for the parent's
+    check. Returns the timing summaries."""
+    stats = time_model(torch, bound, model, input_sets, cfg, capture=capture_output(torch, bound))
+    save_captured(torch, bound, stats.pop("captured"))
+    return stats
+
+
+def capture_output(torch, bound: Bound):
+    """For `time_model`: one timed call's output, flattened and copied on the device (the module may reuse its
+    buffers in later calls). A tensor subclass is kept as None, which the parent rejects."""
+
+    def capture(out):
+        structure, items = flatten_outputs(torch, out)
+        return structure, [bound.clone(t) if type(t) is bound.tensor_type else None for t in items]
+
+    return capture
+
+
+def save_captured(torch, bound: Bound, captured: list) -> None:
+    """The captured outputs of timed calls, on the CPU, as [(structure, [tensor | None])] per input set."""
+    bound.save([(s, [None if t is None else t.detach().to("cpu").contiguous() for t in ts])
+                for s, ts in captured], "timed")  # fmt: skip
+
+
+def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
+    device = job["device"]
+    task_mod = load_module(job["task_path"], "kz_task")
+    init_inputs = list(task_mod.get_init_inputs())
+    reference = build_model(torch, task_mod.Model, init_inputs, job["init_seed"], device)
+    install_load_inline_shim(job)  # load prebuilt CUDA extensions from the build farm's cache
+    counter = LaunchCounter(Path(job["candidate_path"]).read_text())
+    counter.install_triton()  # before the candidate's import binds anything from Triton
+    for hook in GUARD_HOOKS:
+        hook("before_import", {"job": job})
+    t0 = bound.perf_counter()
+    try:
+        cand_mod = load_module(job["candidate_path"], "kz_candidate")
+    except Exception as exc:
+        raise StageError("import", exc) from exc
+    try:
+        model = build_model(torch, cand_mod.ModelNew, init_inputs, job["init_seed"], device)
+        # Same weights as the reference where names and shapes match (a candidate is judged on the same model).
+        ref_state = reference.state_dict()
+        own = model.state_dict()
+        shared = {k: v for k, v in ref_state.items() if k in own and own[k].shape == v.shape}
+        model.load_state_dict(shared, strict=False)
+    except Exception as exc:
+        raise StageError("init", exc) from exc
+    del reference
+    chan.send(wire(CandidateBuilt(seconds=bound.perf_counter() - t0)))
+    command = json.loads(sys.stdin.readline() or "{}")  # seeds arrive only now: unseen at import and init
+    if command.get("cmd") != "run":
+        return
+    recorder = make_op_recorder(torch)
+    t_run = bound.perf_counter()
+    try:
+        counter.active = True
+        profile = cuda_profiler(torch) if device == "cuda" and counter.cuda_names else None
+        if profile is not None:
+            with profile as prof:
+                structures, outputs, sums = run_forward_trials(torch, bound, model, task_mod, command["seeds"],
+                                                               device, True, recorder)  # fmt: skip
+            counter.count_cuda(prof)
+        else:
+            structures, outputs, sums = run_forward_trials(torch, bound, model, task_mod, command["seeds"], device,
+                                                           True, recorder)  # fmt: skip
+        counter.active = False
+        t_replay = bound.perf_counter()
+        replay = run_replay(torch, bound, model, task_mod, command["seeds"], command.get("replay", []), device)
+    except GuardViolation:
+        raise
+    except Exception as exc:
+        raise StageError("compile" if _is_kernel_compile_error(exc) else "forward", exc) from exc
+    # launches is None where nothing could count them (a CUDA candidate on a machine without the profiler trace)
+    countable = job.get("backend") == "triton" or device == "cuda"
+    t_save = bound.perf_counter()
+    bound.save({"outputs": outputs, "replay": replay}, "out")
+    seconds = {"first_call": getattr(bound, "first_call_s", 0.0), "trials": t_replay - t_run,
+               "replay": t_save - t_replay, "save": bound.perf_counter() - t_save}  # fmt: skip
+    chan.send(wire(CandidateOutputs(structures=structures, checksums=sums, ops=recorder.ops,
+                                    launches=counter.count if countable else None, seconds=seconds)))  # fmt: skip
+    if not job.get("timing"):
+        return
+    command = json.loads(sys.stdin.readline() or "{}")  # wait until the parent has the GPU to itself for us
+    if command.get("cmd") != "time":
+        return
+    # Timing seeds arrive with the command, never in the job: a candidate that read them at import could
+    # precompute the timed inputs' outputs and answer timed calls from a table.
+    t0 = bound.perf_counter()
+    input_sets = [make_inputs(torch, task_mod, s, device) for s in command["timing_seeds"]]
+    t1 = bound.perf_counter()
+    try:
+        stats = time_model(torch, bound, model, input_sets, job["timing"], capture=capture_output(torch, bound))
+    except Exception as exc:
+        raise StageError("timing", exc) from exc
+    captured = stats.pop("captured")
+    seconds = {"timing_inputs": t1 - t0, "timing": bound.perf_counter() - t1}
+    chan.send(wire(CandidateTiming(candidate=stats, storage_bytes=getattr(bound, "storage_bytes", 0), seconds=seconds)))
+    # Throughput: the timed outputs leave the GPU once the parent has let the GPU go, and only when it says so: never
+    # while another module is timed (on the H200 the copy and the save were most of the GPU's time alone with each
+    # candidate: `time` went from 0.36 s to 0.056 s when they left it).
+    if json.loads(sys.stdin.readline() or "{}").get("cmd") != "save_timed":
+        return
+    t2 = bound.perf_counter()
+    save_captured(torch, bound, captured)
+    chan.send(wire(TimedSaved(seconds={"save": bound.perf_counter() - t2})))
