@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelzero.curriculum.proposals import proposed_task_name
 from kernelzero.generation.base import Completion
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "proposer"
@@ -62,18 +63,20 @@ def test_proposed_tasks_flow_through_pool_coder_and_frontier(run):
     assert [t["valid"] for k, t in sorted(batch.items()) if k[0] == 0] == [True, True]
     assert all(t["samples"] == 2 and t["success_rate"] == 0.0 for k, t in batch.items() if k[0] == 0)
     # round 1: the same sources again are near-duplicates of the pool's tasks
-    assert [t["reasons"] for k, t in sorted(batch.items()) if k[0] == 1] == [["duplicate"], ["duplicate"]]
+    assert [t["validation"]["reason"] for k, t in sorted(batch.items()) if k[0] == 1] == ["duplicate", "duplicate"]
     assert not state.rounds["0"]["seed_fallback"] and not state.rounds["1"]["seed_fallback"]
-    # round 0 trains on the two new tasks; round 1 on the same two, recycled from the hard pool
-    assert {t["name"] for t in state.rounds["0"]["coder_tasks"]} == {"r0-task_0000", "r0-task_0001"}
+    # round 0 trains on the two new tasks, named by their sources; round 1 on the same two, recycled from the hard pool
+    names = {proposed_task_name(src) for src in SOURCES.values()}
+    assert {t["name"] for t in state.rounds["0"]["coder_tasks"]} == names
+    assert {t["name"] for k, t in batch.items() if k[0] == 0} == names
     assert [t["origin"] for t in state.rounds["1"]["coder_tasks"]] == ["recycled", "recycled"]
     verdicts = [json.loads(x) for x in (out / "verdicts.jsonl").read_text().splitlines()]
     coder = [v for v in verdicts if v["phase"] == "coder"]
-    assert {v["task"] for v in coder} == {"r0-task_0000", "r0-task_0001"} and len(coder) == 32
+    assert {v["task"] for v in coder} == names and len(coder) == 32
     entries = {e["task"]["name"]: e for e in state.pool["entries"]}
     # 2 l(m) samples, then 8 Coder rollouts (2 steps x 2 tasks x 4) in each of 2 rounds
-    assert entries["r0-task_0000"]["attempts"] == 18 and entries["r0-task_0001"]["attempts"] == 18
-    assert [h[0] for h in entries["r0-task_0000"]["history"]] == [0, 0, 1]
+    assert [entries[n]["attempts"] for n in sorted(names)] == [18, 18]
+    assert [h[0] for h in entries[proposed_task_name(SOURCES["01_valid_linear_gelu.py"])]["history"]] == [0, 0, 1]
     from kernelzero.loop.report import write_report
 
     report = write_report(out).read_text()

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from kernelzero.curriculum.validate import ValidationResult
+from kernelzero.roles.coder import Judged
 from kernelzero.tasks import Task
 from kernelzero.trainers.coder import run_coder_phase
 from kernelzero.trainers.common import resolve_resume
@@ -64,9 +66,9 @@ def test_coder_phase_saves_and_resumes(tiny_model_dir, tmp_path):
 def test_proposer_phase_saves_and_resumes(tiny_model_dir, tmp_path):
     asked = []
 
-    async def success(task):
+    async def samples(task):  # l(m) = 0.5
         asked.append(task)
-        return 0.5
+        return [Judged("c", "c", ok(1.0)), Judged("c", "c", fail("incorrect"))]
 
     out = tmp_path / "proposer"
     kw = {
@@ -76,7 +78,7 @@ def test_proposer_phase_saves_and_resumes(tiny_model_dir, tmp_path):
         "max_completion_length": 8,
     }
     api_sets = [["torch.relu"]]
-    args = (api_sets, lambda src, apis: (True, []), success)
+    args = (api_sets, lambda name, src, apis: ValidationResult(name, None), samples)
     first = run_proposer_phase(
         ProposerPhaseConfig(max_steps=1, **kw), *args, parse_fn=accept_any_text, prompt_fn=short_proposer_prompt
     )

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from kernelzero.judge.verdict import STATUSES
+from kernelzero.rewards.cagrpo import GateConfig, gate_open_per_group, gate_reward_matrix
 from kernelzero.trainers.coder import coder_step_metrics, step_log_line
 
 NAN = float("nan")
@@ -14,9 +15,12 @@ NAN = float("nan")
 def test_metrics_on_two_groups():
     raw = torch.tensor([[1, 2.0], [0, 0.0], [1, NAN], [NAN, NAN], [0, 0.0], [0, 0.0], [1, 6.0], [0, 0.0]])  # (8, 2)
     statuses = ["ok", "incorrect", "ok", "infra_error", "compile_error", "timeout", "ok", "rejected"]
-    m = coder_step_metrics(raw, statuses, group_size=4, alpha=0.5)
+    gate = GateConfig(alpha=0.5, beta=0.1)
+    gated = gate_reward_matrix(raw, 4, gate)
+    m = coder_step_metrics(raw, gated, gate_open_per_group(raw, 4, gate.alpha), statuses, gate.beta)
     assert m["coder/pass_rate"] == pytest.approx(3 / 7)
     assert m["coder/gate_open_share"] == 0.5  # group 0: 2/3 open; group 1: 1/4 closed
+    assert m["coder/reward_mean"] == pytest.approx((1.2 + 1.0 + 1.0) / 8)  # group 0's bonus only; NaN row adds 0
     assert m["coder/speedup_correct_mean"] == pytest.approx(4.0)  # the untimed correct rollout is left out
     assert [m[f"judge/status/{s}"] for s in STATUSES] == [3, 0, 1, 0, 1, 1, 0, 1, 1]
     assert "coder/dynamic_sampling_filtered_share" not in m
@@ -27,7 +31,17 @@ def test_metrics_on_two_groups():
 
 def test_metrics_are_nan_where_undefined():
     raw = torch.tensor([[NAN, NAN], [NAN, NAN]])
-    m = coder_step_metrics(raw, ["infra_error"] * 2, group_size=2, alpha=0.5, filtered=torch.tensor([True]))
+    gate_open = gate_open_per_group(raw, 2, 0.5)
+    m = coder_step_metrics(raw, raw, gate_open, ["infra_error"] * 2, 0.1, filtered=torch.tensor([True]))
     assert math.isnan(m["coder/pass_rate"]) and math.isnan(m["coder/gate_open_share"])
     assert math.isnan(m["coder/speedup_correct_mean"])
     assert m["judge/status/infra_error"] == 2 and m["coder/dynamic_sampling_filtered_share"] == 1.0
+
+
+def test_gate_share_is_the_gates_decision_where_float32_would_disagree():
+    """7 of 10 correct at alpha 0.7: 0.7 in float32 is below 0.7, the gate (float64) opens; the share says open."""
+    raw = torch.tensor([[1.0, 2.0]] * 7 + [[0.0, 0.0]] * 3)  # (10, 2) float32, as TRL gathers it
+    assert not float(raw[:, 0].mean()) >= 0.7  # the float32 mean a copy of the gate would compare
+    gate_open = gate_open_per_group(raw, 10, 0.7)
+    m = coder_step_metrics(raw, gate_reward_matrix(raw, 10, GateConfig(alpha=0.7)), gate_open, ["ok"] * 10, 0.1)
+    assert bool(gate_open[0]) and m["coder/gate_open_share"] == 1.0

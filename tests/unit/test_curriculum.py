@@ -3,12 +3,12 @@
 import pytest
 import torch
 
-from kernelzero.curriculum.frontier import api_rates, batch_rewards, hardest_apis, pair_rates, success_rate
+from kernelzero.curriculum.frontier import api_rates, batch_rewards, hardest_apis, pair_rates
 from kernelzero.curriculum.pool import TaskPool
 from kernelzero.curriculum.proposals import read_api_sets, reasons_table
 from kernelzero.curriculum.similarity import SimilarityIndex, ast_hash
 from kernelzero.curriculum.validate import ValidationConfig, Validator, judge_outputs, read_apis_constant
-from kernelzero.rewards.proposer import ProposerRewardConfig
+from kernelzero.rewards.proposer import ProposerRewardConfig, mean_correct, tally
 from kernelzero.tasks import Task
 
 SRC = """
@@ -59,7 +59,8 @@ def test_static_checks_name_missing_apis_and_duplicates():
     assert (r.reason, r.similar_to, r.similarity) == ("duplicate", "pooled", 1.0)
     assert v.static("t", "class Model: pass", []).reason == "parse"
     assert v.static("t", OTHER, ["nn.Linear", "torch.softmax"]) is None
-    assert v.validate_fn(OTHER, ["nn.Linear", "torch.tanh"]) == (False, ["missing_api: not used by Model: torch.tanh"])
+    r = v.validate("t", OTHER, ["nn.Linear", "torch.tanh"])  # what the Proposer trainer gets: the record itself
+    assert (r.valid, r.reason, r.detail) == (False, "missing_api", "not used by Model: torch.tanh")
 
 
 def _runs(a, b=None, c=None):
@@ -124,8 +125,9 @@ def test_pool_records_hard_pool_and_round_trips(tmp_path):
 
 
 def test_success_rate_skips_infra_failures():
-    assert success_rate([True, False, None, True]) == pytest.approx(2 / 3)
-    assert success_rate([None, None]) is None
+    assert mean_correct([True, False, None, True]) == pytest.approx(2 / 3)
+    assert tally([True, False, None, True]) == (2, 3)
+    assert mean_correct([None, None]) is None and tally([None, None]) == (0, 0)
 
 
 def test_api_and_pair_rates_pool_samples():
@@ -176,7 +178,7 @@ class _Stub:
 
 def test_propose_batch_scores_valid_tasks_with_coder_samples(tmp_path):
     """Proposer -> validation (a real worker) -> k Coder samples judged by a stub judge -> l(m) and r_P."""
-    from kernelzero.curriculum.proposals import propose_batch, write_outputs
+    from kernelzero.curriculum.proposals import propose_batch, proposed_task_name, write_outputs
     from kernelzero.judge.verdict import Verdict
 
     proposer = _Stub("Here is the task:\n```python\n" + OTHER + "```\n")
@@ -190,8 +192,10 @@ def test_propose_batch_scores_valid_tasks_with_coder_samples(tmp_path):
     summary = propose_batch(proposer, sets, Validator(ValidationConfig(device="cpu")), coder=coder, k=4,
                             judge_fn=judge_fn)  # fmt: skip
     first, second = summary.proposals
-    assert first.result.valid and (first.successes, first.samples, first.success_rate) == (2, 4, 0.5)
+    assert first.valid and (first.successes, first.samples, first.success_rate) == (2, 4, 0.5)
+    assert [j.verdict.correct for j in first.judged] == [True, False, False, True] and second.judged == []
+    assert first.name == proposed_task_name(first.source) == second.name  # named by content: same source, one name
     assert first.reward == pytest.approx(1.0) and second.reward == -0.5
-    assert (second.result.reason, second.samples) == ("missing_api", None)
+    assert (second.validation.reason, second.samples) == ("missing_api", None)
     tasks, side = write_outputs(summary, tmp_path / "t.jsonl")
     assert tasks.read_text().count("\n") == 1 and '"missing_api": 1' in side.read_text()

@@ -4,7 +4,10 @@ import json
 
 from kernelzero.judge.verdict import Verdict
 from kernelzero.loop.export import corpus_rows, export_corpus, load_pairs
+from kernelzero.loop.records import VerdictRecord
 from kernelzero.loop.runlog import KeyedLog
+from kernelzero.roles.coder import Judged
+from kernelzero.tasks import Task
 
 TASK_SRC = """import torch
 import torch.nn as nn
@@ -33,9 +36,9 @@ def write(log, key, status, solution):
         v = Verdict.fail("format_error", "no code", backend="triton")
     else:
         v = Verdict(status=status, correct=status == "ok", backend="triton")
-    log.append(key, {"round": key[0], "phase": key[1], "step": key[2], "task": "relu", "task_source": TASK_SRC,
-                     "apis": ["torch.relu"], "backend": "triton", "completion": "...", "solution": solution,
-                     "status": v.status, "correct": v.correct, "verdict": v.to_dict()})  # fmt: skip
+    task = Task(name="relu", source=TASK_SRC, apis=("torch.relu",))
+    record = VerdictRecord.of(key, task, Judged("...", solution, v), "triton")  # as the loop writes it
+    log.append(record.key, record.to_dict())
 
 
 def test_export_keeps_correct_solutions_once(tmp_path):

@@ -15,7 +15,6 @@ from kernelzero.roles.coder import (
     parse_coder_completion,
     worked_example,
 )
-from kernelzero.roles.parsing import ParseFailure
 from kernelzero.roles.proposer import EXAMPLE_APIS, TaskBudget, parse_proposer_completion, proposer_messages
 
 TASK = (
@@ -73,9 +72,9 @@ def test_unknown_backend_is_a_clear_error():
 
 def test_refinement_turns_replay_each_attempt_with_its_feedback():
     code1 = "class ModelNew:\n    pass\n"
-    first = Attempt.of("```python\n" + code1 + "```", parse_coder_completion("```python\n" + code1 + "```"), "F1")
+    first = Attempt.of("```python\n" + code1 + "```", parse_coder_completion("```python\n" + code1 + "```").code, "F1")
     garbage = "I think we should tile it."
-    second = Attempt.of(garbage, parse_coder_completion(garbage), "F2")
+    second = Attempt.of(garbage, None, "F2")  # the parser found no code in it
     messages = coder_messages(TASK, "cuda", previous=[first, second])
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert messages[2]["content"] == "```python\n" + code1 + "```"
@@ -86,7 +85,7 @@ def test_refinement_turns_replay_each_attempt_with_its_feedback():
 
 def test_codeless_answer_is_clipped_when_replayed():
     long = "x" * (MAX_REPLAY_CHARS + 500)
-    attempt = Attempt.of(long, ParseFailure("no code"), "fb")
+    attempt = Attempt.of(long, None, "fb")
     assert attempt.answer == "x" * MAX_REPLAY_CHARS + "\n[...]"
 
 

@@ -3,10 +3,14 @@
 import pytest
 import torch
 
+from kernelzero.curriculum.proposals import proposed_task_name
+from kernelzero.curriculum.validate import ValidationResult
 from kernelzero.rewards.proposer import ProposerRewardConfig
+from kernelzero.roles.coder import Judged
 from kernelzero.roles.parsing import ParsedCode, ParseFailure
 from kernelzero.trainers.config import ProposerPhaseConfig
-from kernelzero.trainers.proposer import build_proposer_trainer, proposed_task
+from kernelzero.trainers.proposer import build_proposer_trainer
+from support import fail, ok
 
 
 def task(op: str, shape: str) -> str:
@@ -56,14 +60,18 @@ class ScriptedProposerWorld:
         self.plan[source] = (valid, rate)
         return ParsedCode(source)
 
-    def validate(self, source, api_set):
-        self.validated.append((source, tuple(api_set)))
+    def validate(self, name, source, api_set):
+        self.validated.append((name, source, tuple(api_set)))
         valid, _ = self.plan[source]
-        return valid, ([] if valid else ["scripted: does not call every API"])
+        return ValidationResult(name, None if valid else "missing_api", "" if valid else "scripted: not every API")
 
-    async def coder_success(self, task):
+    async def coder_samples(self, task):
+        """Judged samples whose l(m) is the scripted rate (None: every sample an infra failure)."""
         self.coder_asked.append(task)
-        return self.plan[task.source][1]
+        rate = self.plan[task.source][1]
+        verdicts = [fail("infra_error")] if rate is None else [ok(1.0)] * int(rate * 4) + [fail("incorrect")] * (
+            4 - int(rate * 4))  # fmt: skip
+        return [Judged("```python\n...```", "...", v) for v in verdicts]
 
 
 def test_one_proposer_step_rewards_frontier_tasks_and_penalises_duplicates(tiny_model_dir, tmp_path):
@@ -86,7 +94,7 @@ def test_one_proposer_step_rewards_frontier_tasks_and_penalises_duplicates(tiny_
         cfg,
         api_sets,
         world.validate,
-        world.coder_success,
+        world.coder_samples,
         parse_fn=world.parse,
         prompt_fn=lambda apis: [{"role": "user", "content": "task using " + ", ".join(apis)}],  # short: CPU time
         model=model,
@@ -98,10 +106,17 @@ def test_one_proposer_step_rewards_frontier_tasks_and_penalises_duplicates(tiny_
     assert world.calls == 8 and len(world.validated) == 7  # the unparseable row is never validated
     assert len(world.coder_asked) == 6 and C not in [t.source for t in world.coder_asked]
     assert all(t.origin == "proposed" and t.apis in {tuple(a) for a in api_sets} for t in world.coder_asked)
-    assert world.coder_asked[0] == proposed_task(A, world.coder_asked[0].apis)
+    assert world.coder_asked[0].name == proposed_task_name(A) and world.coder_asked[0].source == A
+    assert all(name == proposed_task_name(src) for name, src, _ in world.validated)  # named by content, once
     torch.testing.assert_close(rec.final[:, 0], torch.tensor(EXPECTED), equal_nan=True)
-    assert [o.valid for o in rec.outcomes] == [s[1] for s in SCRIPT]
-    assert rec.outcomes[4].reasons == ["scripted: does not call every API"]
+    assert [p.valid for p in rec.proposals] == [s[1] for s in SCRIPT]
+    assert (rec.proposals[4].validation.reason, rec.proposals[4].validation.detail) == ("missing_api",
+                                                                                        "scripted: not every API")
+    assert (rec.proposals[3].validation.reason, rec.proposals[3].source) == ("parse", None)
+    assert [p.success_rate for p in rec.proposals] == [s[2] for s in SCRIPT]
+    assert (rec.proposals[0].successes, rec.proposals[0].samples, len(rec.proposals[0].judged)) == (2, 4, 4)
+    assert rec.proposals[5].reward == pytest.approx(0.5) and rec.proposals[4].reward == -0.5  # the final rewards
+    assert rec.metrics["proposer/valid_share"] == pytest.approx(6 / 8)  # what the trainer logged, for the loop
     # TRL logged and normalised exactly the penalised column
     logged = torch.tensor(list(trainer._logs["rewards"]["frontier"]))
     torch.testing.assert_close(logged, torch.tensor(EXPECTED), equal_nan=True)
@@ -118,14 +133,17 @@ def test_undefined_step_metrics_are_left_out_of_the_log():
     would log it as None, which transformers' loggers refuse with a warning per key); defined ones still do."""
     from collections import defaultdict
 
+    from kernelzero.curriculum.proposals import Proposal
     from kernelzero.trainers.common import record_step_metrics
-    from kernelzero.trainers.proposer import ProposalOutcome, proposer_step_metrics
+    from kernelzero.trainers.proposer import proposer_step_metrics
 
-    outcomes = [ProposalOutcome(("torch.add",), None, False, ["format"], None) for _ in range(4)]
+    unparsed = ValidationResult("p", "parse", "no code block", ("torch.add",))
+    proposals = [Proposal("p", ("torch.add",), None, unparsed) for _ in range(4)]
     raw = torch.full((4, 1), -0.5)
-    metrics = proposer_step_metrics(outcomes, raw, raw.clone())
+    metrics = proposer_step_metrics(proposals, raw, raw.clone())
     store = defaultdict(list)
     record_step_metrics(store, metrics)
-    assert dict(store) == {"proposer/valid_share": [0.0], "proposer/parse_failure_share": [1.0]}
+    assert dict(store) == {"proposer/valid_share": [0.0], "proposer/parse_failure_share": [1.0],
+                           "proposer/reward_mean": [-0.5]}  # fmt: skip
     record_step_metrics(store, {"proposer/valid_share": 0.5, "proposer/duplicate_share": float("nan")})
     assert store["proposer/valid_share"] == [0.0, 0.5] and "proposer/duplicate_share" not in store

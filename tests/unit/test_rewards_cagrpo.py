@@ -11,11 +11,11 @@ from kernelzero.rewards.cagrpo import (
     gate_open_per_group,
     gate_reward_matrix,
     gated_group_rewards,
-    group_accuracy,
     mask_groups,
     shape_speedup,
     uninformative_groups,
 )
+from kernelzero.rewards.proposer import mean_correct
 
 NAN = float("nan")
 PAPER = GateConfig()  # alpha 0.5, beta 0.1, f = identity
@@ -36,8 +36,8 @@ def test_unscored_rollouts_are_left_out_of_accuracy_and_of_the_rewards():
     # 1 of 2 scored is correct -> acc 0.5 -> open; counting the two infra failures as 0 would close it (1/4)
     r = gated_group_rewards([True, None, False, None], [4.0, None, 0.0, None], PAPER)
     assert r == pytest.approx([1.4, None, 0.0, None]) and r[1] is None and r[3] is None
-    assert group_accuracy([True, None, False, None]) == 0.5
-    assert group_accuracy([None, None]) is None
+    assert mean_correct([True, None, False, None]) == 0.5  # acc(G): the one mean over scored rollouts
+    assert mean_correct([None, None]) is None
     assert gated_group_rewards([None, None], [None, None], PAPER) == [None, None]
 
 

@@ -109,16 +109,15 @@ def propose_command(
 
 
 def _update_pool(task_pool, summary, run_dir: Path) -> None:
-    """Add the batch's valid tasks (renamed by round) and their Coder record to the pool; redraw the frontier map."""
-    from dataclasses import replace
-
+    """Add the batch's valid tasks and their Coder record to the pool; redraw the frontier map. A task's name is its
+    content's (`proposed_task_name`), and the validator rejected every copy of a pool task, so names never clash."""
     from kernelzero.curriculum.frontier import api_rates, pair_rates
     from kernelzero.curriculum.heatmap import frontier_heatmap, hardest_table
 
     task_pool.next_round()
     for p in summary.proposals:
-        if p.result.valid:
-            entry = task_pool.add(replace(p.task(), name=f"r{task_pool.round:03d}_{p.name}"))
+        if p.valid:
+            entry = task_pool.add(p.task())
             if p.samples:
                 task_pool.record(entry.name, p.successes, p.samples)
     path = task_pool.save(run_dir)

@@ -1,10 +1,9 @@
-"""Frontier statistics, as pure functions: l(m) per task, Coder success per API and per API pair, batch rewards.
+"""Frontier statistics, as pure functions: Coder success per API and per API pair, batch rewards.
 
-l(m) is the mean correctness of the k Coder samples judged on task m (samples whose verdict is `infra_error` say
-nothing about the task and are left out; all of them infra: l is None). Per API (and per unordered API pair) the
-success rate is pooled over every sample of every task whose set holds that API (pair): successes / samples, so a
-task with more samples weighs more. The Proposer's batch rewards combine validation with l(m): r_P for valid tasks,
-rho for invalid ones, minus the repetition penalty for near-duplicates within the batch (`kernelzero.rewards`).
+Per API (and per unordered API pair) the success rate is pooled over every sample of every task whose set holds
+that API (pair): successes / samples, so a task with more samples weighs more. The Proposer's batch rewards combine
+validation with l(m) (`rewards.proposer.mean_correct`, over the scored samples only): r_P for valid tasks, rho for
+invalid ones, minus the repetition penalty for near-duplicates within the batch (`kernelzero.rewards.proposer`).
 """
 
 from __future__ import annotations
@@ -14,12 +13,6 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from kernelzero.rewards.proposer import ProposerRewardConfig, penalised_rewards, proposer_reward
-
-
-def success_rate(correct: Sequence[bool | None]) -> float | None:
-    """l(m): the mean of the judged samples' correctness; None entries (infra failures) are not counted."""
-    judged = [c for c in correct if c is not None]
-    return sum(judged) / len(judged) if judged else None
 
 
 @dataclass(frozen=True)

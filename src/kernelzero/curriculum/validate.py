@@ -17,7 +17,7 @@ import secrets
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from kernelzero.apis import extract_apis, missing_apis
@@ -84,7 +84,10 @@ class ValidationConfig:
 
 @dataclass(frozen=True)
 class ValidationResult:
-    """The verdict on one task: `reason` is None for a valid task, else a key of REASONS; `detail` says more."""
+    """The verdict on one task: `reason` is None for a valid task, else a key of REASONS; `detail` says more.
+
+    The one record of a validation, kept whole wherever it goes (the Proposer's reward, tasks.jsonl, the report):
+    `reason` and `detail` stay separate fields, never one "reason: detail" string to split again."""
 
     name: str
     reason: str | None
@@ -102,9 +105,13 @@ class ValidationResult:
         return self.reason is None
 
     def to_dict(self) -> dict:
-        from dataclasses import asdict
-
+        """JSON-ready fields, and `valid` for readers of the file (`from_dict` ignores it)."""
         return {**asdict(self), "valid": self.valid}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ValidationResult:
+        kw = {f.name: d[f.name] for f in fields(cls) if f.name in d}
+        return cls(**{**kw, "apis": tuple(kw.get("apis", ())), "missing": tuple(kw.get("missing", ()))})
 
 
 class Validator:
@@ -152,7 +159,8 @@ class Validator:
 
     # ------------------------------------------------------------------ full
     def validate(self, name: str, source: str, apis: Sequence[str]) -> ValidationResult:
-        """Static checks, then the sandboxed run. Never raises for a bad task: every failure is a result."""
+        """Static checks, then the sandboxed run. Never raises for a bad task: every failure is a result. This is
+        the Proposer trainer's `validate_fn` as it stands."""
         return self.static(name, source, apis) or self._run(name, source, tuple(apis))
 
     def validate_many(self, items: Sequence[tuple[str, str, Sequence[str]]], *, within_batch: bool = True
@@ -177,11 +185,6 @@ class Validator:
             else:
                 seen.add(name, source)
         return results
-
-    def validate_fn(self, source: str, apis: Sequence[str]) -> tuple[bool, list[str]]:
-        """The Proposer trainer's `validate_fn(task_source, api_set) -> (valid, reasons)` (trainers.proposer)."""
-        r = self.validate(f"proposed_{secrets.token_hex(4)}", source, apis)
-        return r.valid, [] if r.valid else [f"{r.reason}: {r.detail}"]
 
     def _run(self, name: str, source: str, apis: tuple[str, ...]) -> ValidationResult:
         b = self.config.budget

@@ -2,30 +2,35 @@
 
 `solve` is the loop behind `kernelzero solve`; the judge comes in as `judge_fn(task, code, backend) -> Verdict`, so
 the loop can be driven by the real judge, a remote judge service, or a test stub. A completion that holds no usable
-code gets a `format_error` verdict from the parser and never reaches the judge. At turn t > 1 every sample's chat
-carries its own earlier answers and the judge's feedback on them (`coder.Attempt`); samples never see each other.
+code gets a `format_error` verdict from the parser and never reaches the judge (`roles.coder.judge_completions`).
+At turn t > 1 every sample's chat carries its own earlier answers and the judge's feedback on them
+(`coder.Attempt`); samples never see each other.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernelzero.generation.base import Completion, Policy, SamplingConfig
 from kernelzero.judge.verdict import Verdict
-from kernelzero.roles.coder import Attempt, coder_messages, feedback_from_verdict, parse_coder_completion
-from kernelzero.roles.parsing import ParsedCode
+from kernelzero.roles.coder import (
+    Attempt,
+    Judged,
+    JudgeManyFn,
+    coder_messages,
+    feedback_from_verdict,
+    judge_completions,
+)
 from kernelzero.tasks import Task
 
 if TYPE_CHECKING:
     from rich.table import Table
 
 JudgeFn = Callable[[Task, str, str], Verdict]  # (task, candidate source, backend) -> verdict
-# Many requests at once -> one verdict per request, in request order (e.g. `JudgePool.judge_many`).
-JudgeManyFn = Callable[[Sequence[tuple[Task, str, str]]], Iterable[Verdict]]
 
 # How close a failure came to a solution; ranks the best rollout when none is correct. `rejected` (a cheat) is last.
 _STATUS_RANK = {
@@ -113,32 +118,30 @@ def solve(
             chats = [coder_messages(task.source, backend, previous=history[s], principles=principles) for s in todo]
             fresh = [c[0] for c in policy.generate(chats, 1, sampling)]
         generated = dict(zip(todo, fresh, strict=True))
-        parsed_all = {s: parse_coder_completion(c.text) for s, c in generated.items()}
-        batch: dict[int, Verdict] = {}
-        if judge_many is not None:
-            codes = {s: p.code for s, p in parsed_all.items() if isinstance(p, ParsedCode)}
-            verdicts = judge_many([(task, code, backend) for code in codes.values()])
-            batch = dict(zip(codes, verdicts, strict=True))
+        judged: dict[int, Judged] = {}
+        if judge_many is not None:  # the turn's answers in one batch
+            requests = [(task, c.text, backend) for c in generated.values()]
+            judged = dict(zip(generated, judge_completions(requests, judge_many), strict=True))
         for sample in range(samples):
             if sample not in generated:  # resumed: replay the recorded answer and verdict
                 old = done[(sample, turn)]
-                parsed = parse_coder_completion(old.completion.text)
-                history[sample].append(Attempt.of(old.completion.text, parsed, feedback_from_verdict(old.verdict)))
+                history[sample].append(Attempt.of(old.completion.text, old.code, feedback_from_verdict(old.verdict)))
                 rollouts.append(old)
                 continue
-            completion, parsed = generated[sample], parsed_all[sample]
-            if isinstance(parsed, ParsedCode):
-                code: str | None = parsed.code
-                verdict = batch[sample] if judge_many is not None else judge_fn(task, parsed.code, backend)
-            else:
-                code = None
-                verdict = Verdict.fail("format_error", parsed.reason, guard="parse", backend=backend, task=task.name)
-            history[sample].append(Attempt.of(completion.text, parsed, feedback_from_verdict(verdict)))
-            rollout = Rollout(sample=sample, turn=turn, completion=completion, code=code, verdict=verdict)
+            completion = generated[sample]
+            if judge_many is None:  # one at a time, so `on_rollout` records each verdict as soon as it is known
+                judged[sample] = judge_completions([(task, completion.text, backend)], _one_at_a_time(judge_fn))[0]
+            j = judged[sample]
+            history[sample].append(Attempt.of(completion.text, j.code, feedback_from_verdict(j.verdict)))
+            rollout = Rollout(sample=sample, turn=turn, completion=completion, code=j.code, verdict=j.verdict)
             rollouts.append(rollout)
             if on_rollout is not None:
                 on_rollout(rollout)
     return SolveResult(task=task.name, backend=backend, model=policy.name, rollouts=rollouts)
+
+
+def _one_at_a_time(judge_fn: JudgeFn) -> JudgeManyFn:
+    return lambda requests: [judge_fn(*r) for r in requests]
 
 
 def write_solve_outputs(result: SolveResult, out_dir: str | Path) -> Path:

@@ -71,6 +71,12 @@ class Verdict:
         """Whether a trainer may use this verdict in a reward (infra failures are left out, not scored 0)."""
         return self.status not in UNSCORED
 
+    @property
+    def scored_correct(self) -> bool | None:
+        """c_i as every mean of correctness reads it (l(m), acc(G), pass rates): None when the verdict is not scored,
+        so that an infra failure is left out of the mean instead of counted as wrong."""
+        return self.correct if self.scored else None
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

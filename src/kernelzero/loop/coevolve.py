@@ -8,7 +8,9 @@ One round r is four units, run in order and each recorded in `state.json` when i
                  k frozen-Coder samples (l(m)) and join the pool; hard tasks are recycled; the Coder's task list is
                  fixed (seed tasks shipped in the package when the pool gives none, and the loop says so)
   r{r}.coder     CA-GRPO on that list, the Proposer unused; every rollout -> verdicts.jsonl
-  r{r}.frontier  the round's Coder verdicts are recorded in the pool (frontier statistics, hard pool); next round
+  r{r}.frontier  the round's Coder verdicts are recorded in the pool (frontier statistics, hard pool); next round.
+                 They come from the Coder unit in memory, or from verdicts.jsonl when that unit ran (or began) in
+                 an earlier process
 Models: round r's phases start from round r-1's `final/` weights of the same role (`checkpoints/round-r/<role>/`).
 
 Resume (see `runlog` for the file guarantees): `state.json` (atomic) holds the completed units, the task pool's
@@ -37,14 +39,19 @@ from pathlib import Path
 from typing import Any
 
 from kernelzero.apis import SamplerConfig, load_cooccurrence, sample_api_sets
-from kernelzero.curriculum.frontier import api_rates, batch_rewards, pair_rates, success_rate
+from kernelzero.curriculum.frontier import api_rates, pair_rates
 from kernelzero.curriculum.pool import TaskPool
-from kernelzero.curriculum.proposals import propose_batch, read_api_sets
+from kernelzero.curriculum.proposals import (
+    ProposeSummary,
+    coder_samples,
+    measure,
+    propose,
+    read_api_sets,
+    reward_batch,
+)
 from kernelzero.curriculum.validate import Validator
-from kernelzero.eval.solve import solve
 from kernelzero.generation import load_policy
 from kernelzero.generation.base import SamplingConfig
-from kernelzero.judge.verdict import Verdict
 from kernelzero.loop.checkpoints import (
     checkpoint_fault,
     clean_torn_checkpoints,
@@ -53,15 +60,16 @@ from kernelzero.loop.checkpoints import (
     quiet_trainer_prints,
 )
 from kernelzero.loop.config import RunConfig, config_from_dict
-from kernelzero.loop.runlog import KeyedLog, fault, read_json, write_json_atomic
-from kernelzero.roles.coder import coder_messages, parse_coder_completion
-from kernelzero.roles.parsing import ParsedCode
+from kernelzero.loop.records import TASKS_FILE, VERDICTS_FILE, TaskRecord, VerdictRecord, read_verdict_records
+from kernelzero.loop.runlog import Key, KeyedLog, fault, read_json, write_json_atomic
+from kernelzero.rewards.proposer import mean_correct, tally
+from kernelzero.roles.coder import Judged
 from kernelzero.tasks import Task, seed_tasks, task_from_record, task_to_record
 
 logger = logging.getLogger("kernelzero.loop.coevolve")
 
 STATE_FILE, CONFIG_FILE = "state.json", "config.json"
-TASKS_FILE, VERDICTS_FILE, METRICS_FILE = "tasks.jsonl", "verdicts.jsonl", "metrics.jsonl"
+METRICS_FILE = "metrics.jsonl"
 UNITS = ("proposer", "tasks", "coder", "frontier")
 
 
@@ -122,6 +130,8 @@ class CoEvolution:
         self._tb = None
         self.fallback_notes: list[str] = []
         self.policies = dict(policies or {})
+        # round -> the Coder phase's verdicts, kept by the unit that wrote them for the frontier unit that follows
+        self._coder_verdicts: dict[int, list[VerdictRecord]] = {}
 
     @classmethod
     def resume(cls, run_dir: str | Path, **kw: Any) -> CoEvolution:
@@ -271,61 +281,40 @@ class CoEvolution:
         self.say(f"round {r}: Proposer phase ({cfg.max_steps} step(s) x {cfg.num_generations} generations over "
                  f"{len(api_sets)} API sets; the Coder is frozen)")  # fmt: skip
         validator = self._validator(pool)
-        coder = self._policy("coder") if self.config.loop.coder_k > 0 else None
-        lm_sampling = self._sampling(r, 1)
-        pending: dict[str, list[tuple[str, str | None, Any]]] = {}
-        gen_lock = threading.Lock()
         k, backend = self.config.loop.coder_k, self.config.backend
+        coder = _OneAtATime(self._policy("coder")) if k > 0 else None
+        lm_sampling = self._sampling(r, 1)
 
-        async def coder_success_fn(task: Task) -> float | None:
+        async def coder_samples_fn(task: Task) -> list[Judged]:
             if coder is None:
-                return None
-
-            def generate():
-                with gen_lock:
-                    return coder.generate([coder_messages(task.source, backend)], k, lm_sampling)[0]
-
-            completions = await asyncio.to_thread(generate)
-            rows, verdicts = [], []
-            for c in completions:
-                parsed = parse_coder_completion(c.text)
-                code = parsed.code if isinstance(parsed, ParsedCode) else None
-                rows.append((c.text, code))
-                verdicts.append(await self.judge().ajudge(task, code, backend) if code is not None else Verdict.fail(
-                    "format_error", parsed.reason, guard="parse", backend=backend, task=task.name))
-            pending[task.name] = [(text, code, v) for (text, code), v in zip(rows, verdicts)]
-            judged = [v.correct for v in verdicts if v.scored]
-            return sum(judged) / len(judged) if judged else None
+                return []
+            judge = self.judge()
+            return await asyncio.to_thread(coder_samples, task, coder, k=k, backend=backend, judge_fn=judge.judge,
+                                           sampling=lm_sampling, judge_many=judge.judge_many)  # fmt: skip
 
         advance = self._advance(f"round {r} Proposer steps", cfg.max_steps)
 
         def on_rewards(rec) -> None:
-            raw, final = rec.raw[:, 0].tolist(), rec.final[:, 0].tolist()
-            for i, o in enumerate(rec.outcomes):
-                self.tasks_log.append((r, "proposer", rec.step, i), {
-                    "round": r, "phase": "proposer", "step": rec.step, "name": o.task_name, "apis": list(o.api_set),
-                    "source": o.source, "valid": o.valid, "reasons": o.reasons, "success_rate": o.success_rate,
-                    "reward_raw": _num(raw[i]), "reward": _num(final[i])})  # fmt: skip
-                for j, (text, code, v) in enumerate(pending.pop(o.task_name, []) if o.task_name else []):
-                    self._write_verdict((r, "proposer", rec.step, i * max(k, 1) + j), o.task_name, o.source or "",
-                                        list(o.api_set), text, code, v)  # fmt: skip
-            valid = [o.valid for o in rec.outcomes]
-            rewards = [x for x in final if not math.isnan(x)]
-            self.log_metrics(r, "proposer", rec.step, {
-                "proposer/valid_share": sum(valid) / len(valid),
-                "proposer/reward_mean": sum(rewards) / len(rewards) if rewards else math.nan,
-                "proposer/coder_success_mean": _mean([o.success_rate for o in rec.outcomes]),
-            })  # fmt: skip
-            self.say(f"  proposer step {rec.step}: {sum(valid)}/{len(valid)} valid tasks")
+            raw = rec.raw[:, 0].tolist()
+            for i, p in enumerate(rec.proposals):
+                line = TaskRecord(r, "proposer", rec.step, i, p, reward_raw=_num(raw[i]))
+                self.tasks_log.append(line.key, line.to_dict())
+                for j, judged in enumerate(p.judged):
+                    self._write_verdict((r, "proposer", rec.step, i * max(k, 1) + j), p.task(), judged)
+            self.log_metrics(r, "proposer", rec.step, rec.metrics)
+            valid = sum(p.valid for p in rec.proposals)
+            self.say(f"  proposer step {rec.step}: {valid}/{len(rec.proposals)} valid tasks")
             advance()
             fault(f"proposer:step{rec.step}")
 
         self._run_phase("proposer", cfg, lambda: run_proposer_phase(
-            cfg, api_sets, validator.validate_fn, coder_success_fn, on_rewards=on_rewards))
+            cfg, api_sets, validator.validate, coder_samples_fn, on_rewards=on_rewards))
         self.state.models["proposer"] = str(Path(cfg.output_dir) / "final")
         self.commit(unit_name(r, "proposer"), api_sets=api_sets)
 
-    def _run_phase(self, role: str, cfg, run: Callable[[], Any]) -> None:
+    def _run_phase(self, role: str, cfg, run: Callable[[], Any]) -> bool:
+        """Run (or finish) a phase; True when it ran from its first step in this process, so that every one of its
+        batches went through `on_rewards` here (False: resumed from a checkpoint, or finished before)."""
         removed = clean_torn_checkpoints(Path(cfg.output_dir))
         if removed:
             self.say(f"resume: removed torn checkpoint(s) {', '.join(removed)} of the {role} phase")
@@ -334,19 +323,18 @@ class CoEvolution:
             # transformers 5.24 resumed from a checkpoint at max_steps trains (and generates) one step more
             export_final(done, Path(cfg.output_dir) / "final")
             self.say(f"  {role} phase had finished ({done.name}): its final weights taken from that checkpoint")
-            return
+            return False
         with checkpoint_fault(role), quiet_trainer_prints(self.progress is not None):
             result = run()
         if result.resumed_from:
             self.say(f"  {role} phase resumed from {Path(result.resumed_from).name}")
+        return not result.resumed_from
 
-    def _write_verdict(self, key, task_name: str, task_source: str, apis: list[str], completion: str,
-                       code: str | None, verdict) -> None:  # fmt: skip
-        self.verdicts_log.append(key, {
-            "round": key[0], "phase": key[1], "step": key[2], "task": task_name, "task_source": task_source,
-            "apis": apis, "backend": verdict.backend or self.config.backend, "completion": completion,
-            "solution": code, "status": verdict.status, "correct": verdict.correct,
-            "verdict": verdict.to_dict()})  # fmt: skip
+    def _write_verdict(self, key: Key, task: Task, judged: Judged) -> VerdictRecord | None:
+        """Append one judged solution to verdicts.jsonl; its record, or None when the key was written before (by an
+        earlier attempt of the same work, whose record is the one kept)."""
+        record = VerdictRecord.of(key, task, judged, self.config.backend)
+        return record if self.verdicts_log.append(record.key, record.to_dict()) else None
 
     # ------------------------------------------------------------------ r.tasks
     def _unit_tasks(self, r: int) -> None:
@@ -355,35 +343,23 @@ class CoEvolution:
         api_sets = self.state.rounds[str(r)]["api_sets"][: loop.tasks_per_round]
         self.say(f"round {r}: the trained Proposer writes {len(api_sets)} tasks; validating them in the sandbox")
         proposer = self._policy("proposer")
-        summary = propose_batch(proposer, api_sets, self._validator(pool), sampling=self._sampling(r, 2),
-                                name_prefix=f"r{r}-task")  # fmt: skip
+        proposals = propose(proposer, api_sets, self._validator(pool), sampling=self._sampling(r, 2))
         del proposer
-        valid = [p for p in summary.proposals if p.result.valid]
+        valid = [p for p in proposals if p.valid]
         if valid and loop.coder_k > 0:
             coder = self._policy("coder")
             self.say(f"  judging {loop.coder_k} frozen-Coder samples on each of {len(valid)} valid tasks (l(m))")
-            for i, p in enumerate(summary.proposals):
-                if not p.result.valid:
-                    continue
-                res = solve(p.task(), coder, backend=self.config.backend, judge_fn=self.judge().judge,
-                            samples=loop.coder_k, sampling=self._sampling(r, 3 + i))  # fmt: skip
-                correct = [None if ro.verdict.status == "infra_error" else ro.verdict.correct for ro in res.rollouts]
-                p.samples = sum(c is not None for c in correct)
-                p.successes = sum(bool(c) for c in correct)
-                p.success_rate = success_rate(correct)
-                for j, ro in enumerate(res.rollouts):
-                    self._write_verdict((r, "tasks", 0, i * loop.coder_k + j), p.name, p.source or "",
-                                        list(p.apis), ro.completion.text, ro.code, ro.verdict)  # fmt: skip
-        rewards = batch_rewards([p.result.valid for p in summary.proposals],
-                                [p.success_rate for p in summary.proposals],
-                                [p.source or "" for p in summary.proposals], self.config.proposer.reward)  # fmt: skip
-        for i, (p, reward) in enumerate(zip(summary.proposals, rewards)):
-            self.tasks_log.append((r, "tasks", 0, i), {
-                "round": r, "phase": "tasks", "step": 0, "name": p.name, "apis": list(p.apis), "source": p.source,
-                "valid": p.result.valid, "reasons": [] if p.result.valid else [p.result.reason],
-                "detail": p.result.detail, "success_rate": p.success_rate, "successes": p.successes,
-                "samples": p.samples, "reward": reward})  # fmt: skip
+            measure(proposals, coder, k=loop.coder_k, backend=self.config.backend, judge_fn=self.judge().judge,
+                    sampling=lambda i: self._sampling(r, 3 + i))  # fmt: skip
+        reward_batch(proposals, self.config.proposer.reward)
+        for i, p in enumerate(proposals):
+            for j, judged in enumerate(p.judged):
+                self._write_verdict((r, "tasks", 0, i * loop.coder_k + j), p.task(), judged)
+        for i, p in enumerate(proposals):
+            line = TaskRecord(r, "tasks", 0, i, p)
+            self.tasks_log.append(line.key, line.to_dict())
             fault("tasks:written")
+        summary = ProposeSummary(proposals)
         hard = pool.draw_hard(loop.hard_per_round)
         for p in valid:
             pool.add(p.task())
@@ -421,6 +397,7 @@ class CoEvolution:
         tasks = [task_from_record(t, "state.json", 0) for t in self.state.rounds[str(r)]["coder_tasks"]]
         if not tasks:
             self.say(f"round {r}: no Coder tasks (seed_tasks = none): Coder phase skipped")
+            self._coder_verdicts[r] = []
             self.commit(unit_name(r, "coder"))
             return
         by_name = {t.name: t for t in tasks}
@@ -433,52 +410,45 @@ class CoEvolution:
                  f"{cfg.num_generations} per task, over {len(by_name)} task(s); the Proposer is frozen)")  # fmt: skip
         advance = self._advance(f"round {r} Coder steps", cfg.max_steps)
 
+        written: list[VerdictRecord | None] = []
+
         def on_rewards(rec) -> None:
-            for i, (name, text, v) in enumerate(zip(rec.task_names, rec.completions, rec.verdicts)):
-                t = by_name.get(name)
-                parsed = parse_coder_completion(text)
-                code = parsed.code if isinstance(parsed, ParsedCode) else None
-                self._write_verdict((r, "coder", rec.step, i), name, t.source if t else "",
-                                    list(t.apis) if t else [], text, code, v)  # fmt: skip
-            correct = rec.raw[:, 0]
-            groups = correct.view(-1, rec.group_size)
-            acc = [float(g[~g.isnan()].mean()) if (~g.isnan()).any() else math.nan for g in groups]
-            alpha = cfg.gate.alpha
-            gated = rec.gated.nan_to_num(0.0)
-            reward = gated[:, 0] + cfg.gate.beta * gated[:, 1]
+            for i, (name, judged) in enumerate(zip(rec.task_names, rec.judged, strict=True)):
+                task = by_name.get(name) or Task(name=name, source="")
+                written.append(self._write_verdict((r, "coder", rec.step, i), task, judged))
+            self.log_metrics(r, "coder", rec.step, rec.metrics)  # the trainer's own, the gate's decisions among them
             statuses = Counter(v.status for v in rec.verdicts)
-            self.log_metrics(r, "coder", rec.step, {
-                "coder/pass_rate": _mean([float(x) for x in correct.tolist()]),
-                "coder/gate_open_share": _mean([float(a >= alpha) if not math.isnan(a) else math.nan for a in acc]),
-                "coder/reward_mean": float(reward.mean()),
-                **{f"judge/status/{s}": n for s, n in sorted(statuses.items())},
-            })  # fmt: skip
             self.say(f"  coder step {rec.step}: {sum(v.correct for v in rec.verdicts)}/{len(rec.verdicts)} correct "
                      f"({', '.join(f'{s} {n}' for s, n in statuses.most_common())})")  # fmt: skip
             advance()
             fault(f"coder:step{rec.step}")
 
-        self._run_phase("coder", cfg, lambda: run_coder_phase(cfg, tasks, self.judge().ajudge, on_rewards=on_rewards))
+        whole = self._run_phase("coder", cfg, lambda: run_coder_phase(cfg, tasks, self.judge().ajudge,
+                                                                      on_rewards=on_rewards))  # fmt: skip
+        if whole and None not in written:  # every verdict of the phase is in `written`, as the file holds it
+            self._coder_verdicts[r] = [v for v in written if v is not None]
         self.state.models["coder"] = str(Path(cfg.output_dir) / "final")
         self.commit(unit_name(r, "coder"))
 
     # ------------------------------------------------------------------ r.frontier
     def _unit_frontier(self, r: int) -> None:
         pool = self.pool()
-        per_task: dict[str, list[int]] = {}
-        for rec in self.verdicts_log.records():
-            if rec["key"][0] == r and rec["key"][1] == "coder" and rec["status"] != "infra_error":
-                st = per_task.setdefault(rec["task"], [0, 0])
-                st[0] += bool(rec["correct"])
-                st[1] += 1
-        for name, (s, k) in per_task.items():
-            if name in pool:
-                pool.record(name, s, k)
+        verdicts = self._coder_verdicts.pop(r, None)
+        if verdicts is None:  # the Coder phase ran (or began) in an earlier process: its verdicts are on disk
+            verdicts = [v for v in read_verdict_records(self.run_dir) if v.round == r and v.phase == "coder"]
+        per_task: dict[str, list[bool | None]] = {}
+        for v in verdicts:
+            per_task.setdefault(v.task, []).append(v.verdict.scored_correct)
+        for name, correct in per_task.items():
+            successes, scored = tally(correct)
+            if name in pool and scored:
+                pool.record(name, successes, scored)
         hard = len(pool.hard())
         pairs, apis = pair_rates(pool.records()), api_rates(pool.records())
         self.log_metrics(r, "round", 0, {"pool/tasks": len(pool), "pool/hard": hard, "pool/api_pairs": len(pairs),
                                          "pool/apis": len(apis),
-                                         "coder/round_pass_rate": _ratio(per_task.values())})  # fmt: skip
+                                         "coder/round_pass_rate": mean_correct([c for cs in per_task.values()
+                                                                                for c in cs])})  # fmt: skip
         pool.next_round()
         self.say(f"round {r}: frontier updated: {len(pool)} task(s) in the pool, {hard} hard")
         self.commit(unit_name(r, "frontier"), pool=pool, next_round=True)
@@ -489,15 +459,16 @@ def _num(x: float) -> float | None:
     return None if math.isnan(x) else x
 
 
-def _mean(xs) -> float:
-    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
-    return sum(xs) / len(xs) if xs else math.nan
+class _OneAtATime:
+    """A policy whose `generate` calls run one at a time: TRL scores a batch's proposals concurrently, and each asks
+    the one frozen Coder for its k samples."""
 
+    def __init__(self, policy: Any):
+        self.policy, self.name, self._lock = policy, policy.name, threading.Lock()
 
-def _ratio(pairs) -> float:
-    pairs = list(pairs)
-    n = sum(k for _, k in pairs)
-    return sum(s for s, _ in pairs) / n if n else math.nan
+    def generate(self, prompts: Any, n: int, sampling: Any) -> Any:
+        with self._lock:
+            return self.policy.generate(prompts, n, sampling)
 
 
 def _reasons(counts: Counter) -> str:

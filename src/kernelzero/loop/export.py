@@ -12,36 +12,39 @@ import json
 import os
 from pathlib import Path
 
-from kernelzero.loop.runlog import read_records
+from kernelzero.loop.records import read_verdict_records
 from kernelzero.tasks import Task
 
 
 def corpus_rows(run_dir: str | os.PathLike) -> list[dict]:
     rows, seen = [], set()
-    for rec in read_records(Path(run_dir) / "verdicts.jsonl"):
-        if not rec.get("correct") or not rec.get("solution"):
+    for v in read_verdict_records(run_dir):
+        if not v.verdict.correct or not v.solution:
             continue
-        ident = (rec["task"], rec["solution"])
+        ident = (v.task, v.solution)
         if ident in seen:
             continue
         seen.add(ident)
-        r, phase, step, index = rec["key"]
         rows.append({
-            "task_name": rec["task"], "task_source": rec["task_source"], "apis": list(rec.get("apis") or []),
-            "backend": rec["backend"], "solution": rec["solution"], "speedup": rec["verdict"].get("speedup_eager"),
-            "verdict": json.dumps(rec["verdict"], sort_keys=True), "round": r, "phase": phase, "step": step,
-            "index": index,
+            "task_name": v.task, "task_source": v.task_source, "apis": list(v.apis), "backend": v.backend,
+            "solution": v.solution, "speedup": v.verdict.speedup_eager, "verdict": v.verdict.to_json(),
+            "round": v.round, "phase": v.phase, "step": v.step, "index": v.index,
         })  # fmt: skip
     return rows
 
 
 def export_corpus(run_dir: str | os.PathLike, out: str | os.PathLike) -> int:
     """Write out/corpus.jsonl and out/dataset (datasets.save_to_disk); returns the number of rows."""
+    return write_corpus_rows(corpus_rows(run_dir), out)
+
+
+def write_corpus_rows(rows: list[dict], out: str | os.PathLike) -> int:
+    """Write rows of the corpus schema (a run's, or an eval folder's: `eval.export`) as out/corpus.jsonl and
+    out/dataset; returns the number of rows."""
     from datasets import Dataset, Features, Sequence, Value
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = corpus_rows(run_dir)
     with (out / "corpus.jsonl").open("w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")

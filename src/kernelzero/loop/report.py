@@ -16,7 +16,9 @@ from pathlib import Path
 from kernelzero.curriculum.frontier import api_rates, hardest_apis, pair_rates
 from kernelzero.curriculum.heatmap import frontier_heatmap, hardest_table
 from kernelzero.curriculum.pool import TaskPool
+from kernelzero.loop.records import read_task_records, read_verdict_records
 from kernelzero.loop.runlog import read_json, read_records
+from kernelzero.rewards.proposer import mean_correct, tally
 
 
 def _plt():
@@ -63,8 +65,8 @@ def write_report(run_dir: str | os.PathLike) -> Path:
     config = read_json(run / "config.json", {})
     state = read_json(run / "state.json", {})
     metrics = list(read_records(run / "metrics.jsonl"))
-    tasks = list(read_records(run / "tasks.jsonl"))
-    verdicts = list(read_records(run / "verdicts.jsonl"))
+    tasks = list(read_task_records(run))
+    verdicts = list(read_verdict_records(run))
     pool = TaskPool()
     if state.get("pool"):
         pool.load_state_dict(state["pool"])
@@ -89,14 +91,14 @@ def write_report(run_dir: str | os.PathLike) -> Path:
     images.append(("Rewards and pass rate per step", _save(fig, plots / "rewards.png")))
 
     # pass rate per round (from the verdicts themselves)
-    per_round: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    outcomes: dict[int, list[bool | None]] = defaultdict(list)
     for v in verdicts:
-        if v["phase"] == "coder" and v["status"] != "infra_error":
-            per_round[v["round"]][0] += bool(v["correct"])
-            per_round[v["round"]][1] += 1
+        if v.phase == "coder":
+            outcomes[v.round].append(v.verdict.scored_correct)
+    per_round = {r: tally(cs) for r, cs in outcomes.items() if tally(cs)[1]}  # (successes, scored) per round
     fig, ax = plt.subplots(figsize=(5, 3))
     rounds = sorted(per_round)
-    bars = ax.bar([str(r) for r in rounds], [per_round[r][0] / per_round[r][1] for r in rounds])
+    bars = ax.bar([str(r) for r in rounds], [mean_correct(outcomes[r]) for r in rounds])
     ax.bar_label(bars, labels=[f"{per_round[r][0]}/{per_round[r][1]}" for r in rounds])  # a zero bar is invisible
     ax.set_ylim(0, 1.1)
     ax.set_xlabel("round")
@@ -119,10 +121,10 @@ def write_report(run_dir: str | os.PathLike) -> Path:
     validity: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0])
     reasons: Counter = Counter()
     for t in tasks:
-        validity[(t["round"], t["phase"])][0] += bool(t["valid"])
-        validity[(t["round"], t["phase"])][1] += 1
-        if not t["valid"]:
-            reasons[(t.get("reasons") or ["?"])[0].split(":")[0]] += 1
+        validity[(t.round, t.phase)][0] += t.proposal.valid
+        validity[(t.round, t.phase)][1] += 1
+        if not t.proposal.valid:
+            reasons[t.proposal.validation.reason] += 1
     fig, ax = plt.subplots(figsize=(6, 3))
     labels = [f"r{r} {p}" for r, p in sorted(validity)]
     bars = ax.bar(labels, [validity[k][0] / validity[k][1] for k in sorted(validity)])
@@ -148,7 +150,7 @@ def write_report(run_dir: str | os.PathLike) -> Path:
         images.append(("Hardest APIs", _save(fig, plots / "hardest_apis.png")))
 
     # report.md
-    statuses = Counter(v["status"] for v in verdicts if v["phase"] == "coder")
+    statuses = Counter(v.verdict.status for v in verdicts if v.phase == "coder")
     done = state.get("completed", [])
     lines = [f"# KernelZero run: {run.name}", ""]
     if config.get("preset") == "tiny" and (config.get("coder") or {}).get("model") is None:
@@ -158,7 +160,7 @@ def write_report(run_dir: str | os.PathLike) -> Path:
     lines += [
         f"- preset `{config.get('preset')}`, seed {config.get('seed')}, rounds {config.get('rounds')} "
         f"({'finished' if state.get('finished') else 'in progress'}; last unit: {done[-1] if done else 'none'})",
-        f"- tasks.jsonl: {len(tasks)} proposed tasks, {sum(bool(t['valid']) for t in tasks)} valid; "
+        f"- tasks.jsonl: {len(tasks)} proposed tasks, {sum(t.proposal.valid for t in tasks)} valid; "
         f"rejections: {', '.join(f'{k} {n}' for k, n in reasons.most_common()) or 'none'}",
         f"- verdicts.jsonl: {len(verdicts)} judged solutions; Coder phase statuses: "
         f"{', '.join(f'{k} {n}' for k, n in statuses.most_common()) or 'none'}",
@@ -170,8 +172,8 @@ def write_report(run_dir: str | os.PathLike) -> Path:
         "|---|---|---|---|---|---|",
     ]
     for r, info in sorted(state.get("rounds", {}).items(), key=lambda kv: int(kv[0])):
-        s, n = per_round.get(int(r), [0, 0])
-        rate = f"{s / n:.3f} ({s}/{n})" if n else "-"
+        s, n = per_round.get(int(r), (0, 0))
+        rate = f"{mean_correct(outcomes[int(r)]):.3f} ({s}/{n})" if n else "-"
         lines.append(f"| {r} | {info.get('proposed', '-')} | {info.get('valid', '-')} | "
                      f"{len(info.get('coder_tasks', []))} | {'yes' if info.get('seed_fallback') else 'no'} | {rate} |")
     lines += [""]

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 import torch
 
 from kernelzero.rewards.config import SHAPINGS, GateConfig, SpeedupShaping
+from kernelzero.rewards.proposer import mean_correct
 
 
 def shape_speedup(speedup: float, shaping: SpeedupShaping) -> float:
@@ -50,19 +51,13 @@ def shape_speedup_tensor(speedup: torch.Tensor, shaping: SpeedupShaping) -> torc
     return speedup.clamp(min=1.0 / shaping.cap, max=shaping.cap).log()
 
 
-def group_accuracy(correct: Sequence[bool | None]) -> float | None:
-    """acc(G) over the scored rollouts (None = unscored); None when nothing in the group was scored."""
-    scored = [c for c in correct if c is not None]
-    return sum(scored) / len(scored) if scored else None
-
-
 def gated_group_rewards(
     correct: Sequence[bool | None], speedup: Sequence[float | None], config: GateConfig
 ) -> list[float | None]:
     """r_i for one group; None for unscored rollouts (correct is None). The scalar reference for the matrix form."""
     if len(correct) != len(speedup):
         raise ValueError(f"correct has {len(correct)} entries but speedup has {len(speedup)}")
-    acc = group_accuracy(correct)
+    acc = mean_correct(correct)  # acc(G) over the scored rollouts; None when none was scored
     gate_open = acc is not None and acc >= config.alpha
     rewards: list[float | None] = []
     for c, s in zip(correct, speedup, strict=True):
@@ -140,5 +135,5 @@ def mask_groups(matrix: torch.Tensor, group_mask: torch.Tensor, group_size: int)
 
 
 __all__ = ["SHAPINGS", "GateConfig", "SpeedupShaping", "gate_open_per_group", "gate_reward_matrix",
-           "gated_group_rewards", "group_accuracy", "mask_groups", "shape_speedup", "shape_speedup_tensor",
+           "gated_group_rewards", "mask_groups", "shape_speedup", "shape_speedup_tensor",
            "uninformative_groups"]  # fmt: skip

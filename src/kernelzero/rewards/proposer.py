@@ -63,6 +63,20 @@ def frontier_reward(success_rate: float) -> float:
     return 1.0 - 2.0 * abs(success_rate - 0.5)
 
 
+def tally(correct: Sequence[bool | None]) -> tuple[int, int]:
+    """(successes, scored samples) of judged samples; None entries (unscored: an infra failure says nothing about
+    the candidate) are not counted at all."""
+    scored = [c for c in correct if c is not None]
+    return sum(bool(c) for c in scored), len(scored)
+
+
+def mean_correct(correct: Sequence[bool | None]) -> float | None:
+    """l(m), the mean correctness of the k Coder samples judged on a task; None entries (unscored) are left out, and
+    with none scored l is None (unmeasured, not 0). CA-GRPO's acc(G) is the same mean over a group of rollouts."""
+    successes, scored = tally(correct)
+    return successes / scored if scored else None
+
+
 def proposer_reward(valid: bool, success_rate: float | None, rho: float) -> float | None:
     """r_P for a valid task, rho for an invalid one, None when a valid task's success rate could not be measured
     (every Coder sample hit an infra failure): that task is left out of the reward, not scored."""

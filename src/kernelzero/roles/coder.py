@@ -1,4 +1,5 @@
-"""Coder prompts and parsing: task in, chat messages out (rules, a worked example, judge feedback); code back out.
+"""Coder prompts and parsing: task in, chat messages out (rules, a worked example, judge feedback); code back out,
+and `judge_completions`, the one path from a completion to its verdict (`format_error` when it holds no code).
 
 The prompt states the judge's contract (judge/core.py) in the model's terms, so that a rejected solution was
 told beforehand why it would be. Each backend has one worked example written by us: a real, correct kernel for a
@@ -9,15 +10,17 @@ turns of the same chat.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING
 
+from kernelzero.judge.verdict import Verdict
 from kernelzero.roles.parsing import ParsedCode, ParseResult, extract_code
+from kernelzero.tasks import Task
 
-if TYPE_CHECKING:
-    from kernelzero.judge.verdict import Verdict
+JudgeManyFn = Callable[[Sequence[tuple[Task, str, str]]], Iterable[Verdict]]
+"""Many (task, candidate source, backend) requests -> one verdict per request, in request order (e.g.
+`JudgePool.judge_many`)."""
 
 BACKENDS = ("cuda", "triton")
 MAX_REPLAY_CHARS = 6000  # a code-less earlier completion is replayed up to this length in a refinement chat
@@ -96,10 +99,11 @@ class Attempt:
     feedback: str  # `feedback_from_verdict(verdict)`, or any text fit to show the model
 
     @classmethod
-    def of(cls, completion: str, parsed: ParseResult, feedback: str) -> Attempt:
-        """Replay the code the judge saw; a completion without usable code is replayed as written (clipped)."""
-        if isinstance(parsed, ParsedCode):
-            return cls(answer=_fence(parsed.code), feedback=feedback)
+    def of(cls, completion: str, code: str | None, feedback: str) -> Attempt:
+        """Replay the code the judge saw; a completion without usable code (code None) is replayed as written
+        (clipped)."""
+        if code is not None:
+            return cls(answer=_fence(code), feedback=feedback)
         clipped = completion if len(completion) <= MAX_REPLAY_CHARS else completion[:MAX_REPLAY_CHARS] + "\n[...]"
         return cls(answer=clipped, feedback=feedback)
 
@@ -141,6 +145,43 @@ def coder_messages(
 def parse_coder_completion(completion: str) -> ParseResult:
     """The last Python block that defines `class ModelNew`, checked with `ast` (see `parsing.extract_code`)."""
     return extract_code(completion, select=("class ModelNew",))
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One Coder completion and its verdict. `code` is what the judge ran; None when the completion held no usable
+    code, and then the verdict is `format_error` (guard `parse`, the parser's reason as feedback) and no judge ran."""
+
+    completion: str
+    code: str | None
+    verdict: Verdict
+
+
+def judge_completions(
+    requests: Sequence[tuple[Task, str, str]],
+    judge_many: JudgeManyFn,
+    parse_fn: Callable[[str], ParseResult] = parse_coder_completion,
+) -> list[Judged]:
+    """completion -> parsed code -> verdict, for (task, completion, backend) requests; results in request order.
+
+    The one path from a Coder completion to its verdict (sampling in `eval.solve`, the Coder trainer's reward
+    columns, the loop's l(m) samples). The completions with code go to `judge_many` in one call, so a pool can judge
+    them concurrently; the others get their `format_error` verdict here.
+    """
+    parsed = [parse_fn(text) for _, text, _ in requests]
+    todo = [i for i, p in enumerate(parsed) if isinstance(p, ParsedCode)]
+    verdicts: dict[int, Verdict] = {}
+    if todo:
+        calls = [(requests[i][0], parsed[i].code, requests[i][2]) for i in todo]  # type: ignore[union-attr]
+        verdicts = dict(zip(todo, judge_many(calls), strict=True))
+    out = []
+    for i, ((task, text, backend), p) in enumerate(zip(requests, parsed, strict=True)):
+        if isinstance(p, ParsedCode):
+            out.append(Judged(text, p.code, verdicts[i]))
+        else:
+            out.append(Judged(text, None, Verdict.fail("format_error", p.reason, guard="parse", task=task.name,
+                                                       backend=backend)))  # fmt: skip
+    return out
 
 
 def worked_example(backend: str) -> tuple[str, str]:

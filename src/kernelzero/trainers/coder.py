@@ -36,13 +36,12 @@ from kernelzero.rewards.cagrpo import (
     mask_groups,
     uninformative_groups,
 )
-from kernelzero.roles.coder import coder_messages, parse_coder_completion
+from kernelzero.roles.coder import Judged, coder_messages, parse_coder_completion
 from kernelzero.tasks import Task
 from kernelzero.trainers.coder_rewards import CodeParser, JudgeFn, VerdictLedger, make_coder_reward_funcs
 from kernelzero.trainers.common import (
     MetricsJsonlCallback,
     PhaseResult,
-    completion_text,
     finish_phase,
     load_policy,
     logger,
@@ -68,32 +67,53 @@ def coder_answer(solution: str) -> str:
 
 @dataclass
 class CoderRewardRecord:
-    """One generation batch as the gate saw it, gathered over every process (rows in TRL's order)."""
+    """One generation batch as the gate saw it, gathered over every process (rows in TRL's order): what the trainer
+    decided and logged, so that the loop records it instead of deriving it a second time."""
 
     step: int
     group_size: int
     raw: torch.Tensor  # (N, 2) [correct, speedup] as the reward functions returned them
     gated: torch.Tensor  # (N, 2) what `_calculate_rewards` returned to TRL
-    verdicts: list[Verdict]  # (N,)
+    gate_open: torch.Tensor  # (B,) bool: T(G) of each group, the decision `gated` applies
+    judged: list[Judged]  # (N,) completion, the code parsed from it (what the judge ran), verdict
     task_names: list[str]  # (N,)
-    completions: list[str]  # (N,)
+    metrics: dict[str, float]  # `coder_step_metrics` of this batch, as the trainer logged them
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        return [j.verdict for j in self.judged]
+
+    @property
+    def completions(self) -> list[str]:
+        return [j.completion for j in self.judged]
 
 
 def coder_step_metrics(
-    raw: torch.Tensor, statuses: Sequence[str], group_size: int, alpha: float, filtered: torch.Tensor | None = None
+    raw: torch.Tensor,
+    gated: torch.Tensor,
+    gate_open: torch.Tensor,
+    statuses: Sequence[str],
+    beta: float,
+    filtered: torch.Tensor | None = None,
 ) -> dict[str, float]:
-    """Per-step Coder metrics, fixed keys in a fixed order. raw: (N, 2) [correct, speedup]; statuses: (N,);
-    filtered: (B,) groups dropped by dynamic sampling, if it is on. NaN where undefined (TRL's log skips NaN)."""
+    """Per-step Coder metrics, fixed keys in a fixed order, from what the gate decided (never re-derived: TRL's matrix
+    is float32, and 7/10 compared with alpha 0.7 in float32 is below it).
+
+    raw, gated: (N, 2) as the reward functions returned them and as handed to TRL; gate_open: (B,) T(G) per group;
+    statuses: (N,); beta: the speedup column's weight; filtered: (B,) groups dropped by dynamic sampling, if it is
+    on. NaN where undefined (TRL's log skips NaN)."""
     correct, speedup = raw[:, 0], raw[:, 1]  # (N,), (N,)
     scored = ~torch.isnan(correct)
     n_scored = int(scored.sum())
-    has_scored = scored.view(-1, group_size).any(dim=1)  # (B,)
-    gate = gate_open_per_group(raw, group_size, alpha)  # (B,)
+    has_scored = scored.view(gate_open.shape[0], -1).any(dim=1)  # (B,)
     timed = (correct == 1) & ~torch.isnan(speedup)
+    weights = torch.tensor([1.0, beta], dtype=gated.dtype, device=gated.device)
+    reward = gated.nan_to_num(0.0) @ weights  # (N,) TRL's weighted sum, in which an unscored row adds 0
     counts = Counter(statuses)
     metrics = {
         "coder/pass_rate": float(correct[scored].sum()) / n_scored if n_scored else math.nan,
-        "coder/gate_open_share": float(gate[has_scored].float().mean()) if has_scored.any() else math.nan,
+        "coder/gate_open_share": float(gate_open[has_scored].double().mean()) if has_scored.any() else math.nan,
+        "coder/reward_mean": float(reward.mean()) if reward.numel() else math.nan,
         "coder/speedup_correct_mean": float(speedup[timed].mean()) if timed.any() else math.nan,
     }
     metrics.update({f"judge/status/{s}": float(counts.get(s, 0)) for s in STATUSES})
@@ -148,17 +168,19 @@ class CoderGRPOTrainer(GRPOTrainer):
         raw = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)  # (N, 2), gathered
         group_size = self.num_generations if self.model.training else self.num_generations_eval
         gated = gate_reward_matrix(raw, group_size, self.gate)  # (N, 2)
+        gate_open = gate_open_per_group(raw, group_size, self.gate.alpha)  # (B,) the decision `gated` applies
         filtered = uninformative_groups(raw, group_size) if self.dynamic_sampling else None  # (B,)
         if filtered is not None:
             gated = mask_groups(gated, filtered, group_size)
 
-        verdicts = gather_object(self.ledger.verdicts)
+        judged = gather_object(self.ledger.judged)
         names = gather_object([x["name"] for x in inputs])
-        texts = gather_object([completion_text(c) for c in completions])
-        metrics = coder_step_metrics(raw.cpu(), [v.status for v in verdicts], group_size, self.gate.alpha, filtered)
+        metrics = coder_step_metrics(raw.cpu(), gated.cpu(), gate_open.cpu(), [j.verdict.status for j in judged],
+                                     self.gate.beta, filtered)  # fmt: skip
         mode = "train" if self.model.training else "eval"
         record_step_metrics(self._metrics[mode], metrics)
-        self.last_record = CoderRewardRecord(self.state.global_step, group_size, raw, gated, verdicts, names, texts)
+        self.last_record = CoderRewardRecord(self.state.global_step, group_size, raw, gated, gate_open, judged, names,
+                                             metrics)  # fmt: skip
         if self.accelerator.is_main_process:
             logger.info(step_log_line(self.state.global_step, metrics))
             if self.on_rewards is not None:

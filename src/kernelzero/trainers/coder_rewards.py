@@ -23,7 +23,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from kernelzero.judge.verdict import Verdict
-from kernelzero.roles.parsing import ParsedCode, ParseResult
+from kernelzero.roles.coder import Judged, judge_completions
+from kernelzero.roles.parsing import ParseResult
 from kernelzero.tasks import Task
 from kernelzero.trainers.common import completion_text
 
@@ -56,35 +57,46 @@ class VerdictLedger:
         self.tasks = dict(tasks or {})
         self._batch: asyncio.Future | None = None
         self._size = 0
-        self.verdicts: list[Verdict] | None = None  # the last batch's verdicts, in completion order
+        self.judged: list[Judged] | None = None  # the last batch: completion, parsed code, verdict, in order
+
+    @property
+    def verdicts(self) -> list[Verdict] | None:
+        return None if self.judged is None else [j.verdict for j in self.judged]
 
     def reset(self) -> None:
-        self._batch, self._size, self.verdicts = None, 0, None
+        self._batch, self._size, self.judged = None, 0, None
 
     async def judge_batch(
         self, completions: Sequence[Any], names: Sequence[str], sources: Sequence[str], backends: Sequence[str]
     ) -> list[Verdict]:
         if self._batch is None:
             self._size = len(completions)
-            jobs = [
-                self._judge_one(completion_text(c), self._task(n, s), b)
+            requests = [
+                (self._task(n, s), completion_text(c), b)
                 for c, n, s, b in zip(completions, names, sources, backends, strict=True)
             ]
-            self._batch = asyncio.ensure_future(asyncio.gather(*jobs))
+            self._batch = asyncio.ensure_future(self._judge(requests))
         elif len(completions) != self._size:
             raise RuntimeError("VerdictLedger was not reset between batches (trainer bug)")
-        self.verdicts = list(await self._batch)
-        return self.verdicts
+        self.judged = list(await self._batch)
+        return [j.verdict for j in self.judged]
 
     def _task(self, name: str, source: str) -> Task:
         task = self.tasks.get(name)
         return task if task is not None and task.source == source else Task(name=name, source=source)
 
-    async def _judge_one(self, text: str, task: Task, backend: str) -> Verdict:
-        parsed = self.parse_fn(text)
-        if not isinstance(parsed, ParsedCode):
-            return Verdict.fail("format_error", parsed.reason, guard="parse", task=task.name, backend=backend)
-        return await self.judge_fn(task, parsed.code, backend)
+    async def _judge(self, requests: list[tuple[Task, str, str]]) -> list[Judged]:
+        """`judge_completions` (the one completion -> verdict path, which is synchronous) in a worker thread, so the
+        parsing does not hold up this loop; its judge calls come back to this loop and run concurrently."""
+        loop = asyncio.get_running_loop()
+
+        def judge_many(calls: Sequence[tuple[Task, str, str]]) -> list[Verdict]:
+            async def all_calls() -> list[Verdict]:
+                return list(await asyncio.gather(*(self.judge_fn(*c) for c in calls)))
+
+            return asyncio.run_coroutine_threadsafe(all_calls(), loop).result()
+
+        return await asyncio.to_thread(judge_completions, requests, judge_many, self.parse_fn)
 
 
 def make_coder_reward_funcs(ledger: VerdictLedger) -> list[Callable[..., Awaitable[list[float | None]]]]:

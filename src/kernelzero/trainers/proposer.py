@@ -1,10 +1,11 @@
 """The Proposer's GRPO phase: `ProposerGRPOTrainer` and `run_proposer_phase`.
 
 One reward column, `frontier`. Its async reward function parses each proposed task, validates it
-(`validate_fn(task_source, api_set) -> (valid, reasons)`), and for a valid task awaits
-`coder_success_fn(task) -> l(m)`, the mean correctness of k samples of the current, frozen Coder (both injected:
-validation and Coder sampling belong to other modules). The column is r_P(m) = 1 - 2|l(m) - 0.5|, or rho for an
-invalid or unparseable task, or None when l(m) could not be measured (TRL leaves that rollout out).
+(`validate_fn(name, task_source, api_set) -> ValidationResult`), and for a valid task awaits
+`coder_samples_fn(task)`, k judged samples of the current, frozen Coder (both injected: validation and Coder sampling
+belong to other modules); l(m) is their mean correctness. Each proposal becomes a `curriculum.proposals.Proposal`.
+The column is r_P(m) = 1 - 2|l(m) - 0.5|, or rho for an invalid or unparseable task, or None when l(m) could not be
+measured (TRL leaves that rollout out).
 
 The repetition penalty is a property of the whole batch, which can be split across processes, so it is applied like
 CA-GRPO's gate: in the `_calculate_rewards` override, on the gathered column, with the gathered task sources.
@@ -13,7 +14,6 @@ CA-GRPO's gate: in the `_calculate_rewards` override, on the gathered column, wi
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import math
 from collections.abc import Awaitable, Callable, Sequence
@@ -23,7 +23,10 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
+from kernelzero.curriculum.proposals import Proposal, proposed_task_name
+from kernelzero.curriculum.validate import ValidationResult
 from kernelzero.rewards.proposer import ProposerRewardConfig, penalised_rewards, proposer_reward
+from kernelzero.roles.coder import Judged
 from kernelzero.roles.parsing import ParsedCode
 from kernelzero.roles.proposer import parse_proposer_completion, proposer_messages
 from kernelzero.tasks import Task
@@ -41,23 +44,12 @@ from kernelzero.trainers.common import (
 )
 from kernelzero.trainers.config import ProposerPhaseConfig
 
-Validation = tuple[bool, list[str]]
-ValidateFn = Callable[[str, Sequence[str]], Validation | Awaitable[Validation]]
-"""`validate_fn(task_source, api_set) -> (valid, reasons)`, sync or async (an async one runs concurrently)."""
-CoderSuccessFn = Callable[[Task], Awaitable[float | None]]
-"""`await coder_success_fn(task) -> l(m)` in [0, 1], or None when no sample could be scored (infra failures)."""
-
-
-@dataclass
-class ProposalOutcome:
-    """What became of one proposed task (the loop writes these to tasks.jsonl and feeds the task pool)."""
-
-    api_set: tuple[str, ...]
-    source: str | None  # None when the completion held no parseable task
-    valid: bool
-    reasons: list[str]
-    success_rate: float | None  # l(m); None for invalid or unmeasurable tasks
-    task_name: str | None = None
+ValidateFn = Callable[[str, str, Sequence[str]], ValidationResult | Awaitable[ValidationResult]]
+"""`validate_fn(name, task_source, api_set) -> ValidationResult`, sync or async (an async one runs concurrently);
+`curriculum.validate.Validator.validate` is one."""
+CoderSamplesFn = Callable[[Task], Awaitable[Sequence[Judged]]]
+"""`await coder_samples_fn(task) -> k judged samples of the frozen Coder`; l(m) is their mean correctness (None when
+no sample could be scored, e.g. infra failures)."""
 
 
 @dataclass
@@ -68,70 +60,68 @@ class ProposerRewardRecord:
     group_size: int
     raw: torch.Tensor  # (N, 1) r_P / rho / NaN from the reward function
     final: torch.Tensor  # (N, 1) after the repetition penalty: what TRL turned into advantages
-    outcomes: list[ProposalOutcome]  # (N,)
-
-
-def proposed_task(source: str, api_set: Sequence[str]) -> Task:
-    """A Task for a proposed source, named by content so that identical proposals share a name."""
-    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
-    return Task(name=f"proposed-{digest}", source=source, origin="proposed", apis=tuple(api_set))
+    proposals: list[Proposal]  # (N,) each with its final reward and, when measured, its judged Coder samples
+    metrics: dict[str, float]  # `proposer_step_metrics` of this batch, as the trainer logged them
 
 
 class ProposalLedger:
-    """Evaluates one batch of proposals (parse, validate, Coder success rate) and keeps the outcomes for the trainer."""
+    """Evaluates one batch of proposals (parse, validate, Coder samples) and keeps them for the trainer."""
 
-    def __init__(self, validate_fn: ValidateFn, coder_success_fn: CoderSuccessFn, parse_fn: CodeParser):
+    def __init__(self, validate_fn: ValidateFn, coder_samples_fn: CoderSamplesFn, parse_fn: CodeParser):
         self.validate_fn = validate_fn
-        self.coder_success_fn = coder_success_fn
+        self.coder_samples_fn = coder_samples_fn
         self.parse_fn = parse_fn
-        self.outcomes: list[ProposalOutcome] | None = None
+        self.proposals: list[Proposal] | None = None
 
     def reset(self) -> None:
-        self.outcomes = None
+        self.proposals = None
 
-    async def evaluate_batch(self, completions: Sequence[Any], api_sets: Sequence[Sequence[str]]):
+    async def evaluate_batch(self, completions: Sequence[Any], api_sets: Sequence[Sequence[str]]) -> list[Proposal]:
         jobs = [self._evaluate_one(completion_text(c), tuple(a)) for c, a in zip(completions, api_sets, strict=True)]
-        self.outcomes = list(await asyncio.gather(*jobs))
-        return self.outcomes
+        self.proposals = list(await asyncio.gather(*jobs))
+        return self.proposals
 
-    async def _evaluate_one(self, text: str, api_set: tuple[str, ...]) -> ProposalOutcome:
+    async def _evaluate_one(self, text: str, api_set: tuple[str, ...]) -> Proposal:
         parsed = self.parse_fn(text)
         if not isinstance(parsed, ParsedCode):
-            return ProposalOutcome(api_set, None, False, [f"format: {parsed.reason}"], None)
-        source = parsed.code
-        verdict = self.validate_fn(source, api_set)
-        valid, reasons = (await verdict) if inspect.isawaitable(verdict) else verdict
-        if not valid:
-            return ProposalOutcome(api_set, source, False, list(reasons), None)
-        task = proposed_task(source, api_set)
-        rate = await self.coder_success_fn(task)
-        return ProposalOutcome(api_set, source, True, list(reasons), rate, task.name)
+            name = proposed_task_name(text)
+            return Proposal(name, api_set, None, ValidationResult(name, "parse", parsed.reason, api_set))
+        name = proposed_task_name(parsed.code)
+        result = self.validate_fn(name, parsed.code, api_set)
+        proposal = Proposal(name, api_set, parsed.code, (await result) if inspect.isawaitable(result) else result)
+        if proposal.valid:
+            proposal.record_samples(await self.coder_samples_fn(proposal.task()))
+        return proposal
 
 
 def make_proposer_reward_func(ledger: ProposalLedger, rho: float) -> Callable[..., Awaitable[list[float | None]]]:
     """The TRL reward function `frontier`; reads the dataset's `apis` column."""
 
     async def frontier(prompts, completions, apis, log_extra=None, **_: Any):
-        outcomes = await ledger.evaluate_batch(completions, apis)
+        proposals = await ledger.evaluate_batch(completions, apis)
         if log_extra is not None:
-            log_extra("valid", [o.valid for o in outcomes])
-            log_extra("success_rate", [o.success_rate for o in outcomes])
-            log_extra("reasons", ["; ".join(o.reasons)[:200] for o in outcomes])
-        return [proposer_reward(o.valid, o.success_rate, rho) for o in outcomes]
+            log_extra("valid", [p.valid for p in proposals])
+            log_extra("success_rate", [p.success_rate for p in proposals])
+            log_extra("reason", [p.validation.reason or "" for p in proposals])
+            log_extra("detail", [p.validation.detail[:200] for p in proposals])
+        return [proposer_reward(p.valid, p.success_rate, rho) for p in proposals]
 
     return frontier
 
 
-def proposer_step_metrics(outcomes: Sequence[ProposalOutcome], raw: torch.Tensor, final: torch.Tensor) -> dict:
-    """Per-step Proposer metrics. raw, final: (N, 1). NaN where undefined. duplicate_share: share of valid tasks
-    whose reward the repetition penalty lowered; frontier_share: share of measured tasks with 0 < l(m) < 1."""
-    n = len(outcomes)
-    valid = [o for o in outcomes if o.valid]
-    rates = [o.success_rate for o in valid if o.success_rate is not None]
+def proposer_step_metrics(proposals: Sequence[Proposal], raw: torch.Tensor, final: torch.Tensor) -> dict:
+    """Per-step Proposer metrics. raw, final: (N, 1). NaN where undefined. reward_mean: over the rollouts TRL scored;
+    duplicate_share: share of valid tasks whose reward the repetition penalty lowered; frontier_share: share of
+    measured tasks with 0 < l(m) < 1."""
+    n = len(proposals)
+    valid = [p for p in proposals if p.valid]
+    rates = [p.success_rate for p in valid if p.success_rate is not None]
     penalised = (raw[:, 0] - final[:, 0]) > 0  # (N,) NaN compares False
+    scored = final[:, 0][~torch.isnan(final[:, 0])]  # (<=N,)
     return {
         "proposer/valid_share": len(valid) / n if n else math.nan,
-        "proposer/parse_failure_share": sum(o.source is None for o in outcomes) / n if n else math.nan,
+        "proposer/parse_failure_share": sum(p.source is None for p in proposals) / n if n else math.nan,
+        "proposer/reward_mean": float(scored.double().mean()) if scored.numel() else math.nan,
         "proposer/coder_success_mean": sum(rates) / len(rates) if rates else math.nan,
         "proposer/frontier_share": sum(0.0 < r < 1.0 for r in rates) / len(rates) if rates else math.nan,
         "proposer/duplicate_share": float(penalised.sum()) / len(valid) if valid else math.nan,
@@ -145,13 +135,13 @@ class ProposerGRPOTrainer(GRPOTrainer):
         self,
         *,
         validate_fn: ValidateFn,
-        coder_success_fn: CoderSuccessFn,
+        coder_samples_fn: CoderSamplesFn,
         reward: ProposerRewardConfig,
         parse_fn: CodeParser = parse_proposer_completion,
         on_rewards: Callable[[ProposerRewardRecord], None] | None = None,
         **grpo_kwargs: Any,
     ):
-        self.ledger = ProposalLedger(validate_fn, coder_success_fn, parse_fn)
+        self.ledger = ProposalLedger(validate_fn, coder_samples_fn, parse_fn)
         self.reward_config = reward
         self.on_rewards = on_rewards
         self.last_record: ProposerRewardRecord | None = None
@@ -162,17 +152,19 @@ class ProposerGRPOTrainer(GRPOTrainer):
 
         self.ledger.reset()
         raw = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)  # (N, 1), gathered
-        outcomes = gather_object(self.ledger.outcomes)
+        proposals = gather_object(self.ledger.proposals)
         rewards = [None if math.isnan(r) else r for r in raw[:, 0].tolist()]
-        sources = [o.source if o.valid else None for o in outcomes]
+        sources = [p.source if p.valid else None for p in proposals]
         final = penalised_rewards(rewards, sources, self.reward_config)
+        for p, r in zip(proposals, final, strict=True):
+            p.reward = r
         final_t = torch.tensor([math.nan if r is None else r for r in final], dtype=raw.dtype, device=raw.device)
         final_t = final_t.unsqueeze(1)  # (N, 1)
-        metrics = proposer_step_metrics(outcomes, raw.cpu(), final_t.cpu())
+        metrics = proposer_step_metrics(proposals, raw.cpu(), final_t.cpu())
         mode = "train" if self.model.training else "eval"
         record_step_metrics(self._metrics[mode], metrics)
         group_size = self.num_generations if self.model.training else self.num_generations_eval
-        self.last_record = ProposerRewardRecord(self.state.global_step, group_size, raw, final_t, outcomes)
+        self.last_record = ProposerRewardRecord(self.state.global_step, group_size, raw, final_t, proposals, metrics)
         if self.accelerator.is_main_process:
             logger.info(
                 "proposer step %d | valid %.3f | coder success %.3f | duplicates %.3f",
@@ -197,7 +189,7 @@ def build_proposer_trainer(
     config: ProposerPhaseConfig,
     api_sets: Sequence[Sequence[str]],
     validate_fn: ValidateFn,
-    coder_success_fn: CoderSuccessFn,
+    coder_samples_fn: CoderSamplesFn,
     *,
     parse_fn: CodeParser = parse_proposer_completion,
     prompt_fn: Callable[[Sequence[str]], list[dict]] = proposer_messages,
@@ -211,7 +203,7 @@ def build_proposer_trainer(
     write_resolved_config(config, config.output_dir)
     return ProposerGRPOTrainer(
         validate_fn=validate_fn,
-        coder_success_fn=coder_success_fn,
+        coder_samples_fn=coder_samples_fn,
         reward=config.reward,
         parse_fn=parse_fn,
         on_rewards=on_rewards,
@@ -227,7 +219,7 @@ def run_proposer_phase(
     config: ProposerPhaseConfig,
     api_sets: Sequence[Sequence[str]],
     validate_fn: ValidateFn,
-    coder_success_fn: CoderSuccessFn,
+    coder_samples_fn: CoderSamplesFn,
     *,
     parse_fn: CodeParser = parse_proposer_completion,
     prompt_fn: Callable[[Sequence[str]], list[dict]] = proposer_messages,
@@ -241,7 +233,7 @@ def run_proposer_phase(
         config,
         api_sets,
         validate_fn,
-        coder_success_fn,
+        coder_samples_fn,
         parse_fn=parse_fn,
         prompt_fn=prompt_fn,
         model=model,
