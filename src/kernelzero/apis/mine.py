@@ -18,7 +18,7 @@ import importlib.metadata
 import importlib.util
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from itertools import combinations
@@ -120,15 +120,20 @@ def count(api_sets: Iterable[tuple[str, ...]]) -> tuple[Counter, Counter, int]:
     return singles, pairs, n
 
 
-def mine(sources: Iterable[str] = DEFAULT_SOURCES, *, progress: bool = False) -> CoOccurrence:
-    """Scan the sources (paths or package names) and count co-occurrence. `progress` shows a rich progress bar."""
+def mine(
+    sources: Iterable[str] = DEFAULT_SOURCES, *, progress: bool | Callable[[list[Path]], Iterable[Path]] = False
+) -> CoOccurrence:
+    """Scan the sources (paths or package names) and count co-occurrence. `progress`: True shows a rich progress bar;
+    a callable is given the file list and returns it wrapped in the caller's own progress (`kernelzero apis mine`)."""
     resolved = [resolve_source(s) for s in sources]
     files = python_files(p for p, _ in resolved)
     singles: Counter = Counter()
     pairs: Counter = Counter()
     classes = skipped = 0
     iterator: Iterable[Path] = files
-    if progress:
+    if callable(progress):
+        iterator = progress(files)
+    elif progress:
         from rich.console import Console
         from rich.progress import track
 

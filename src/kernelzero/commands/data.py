@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import typer
 
-from kernelzero.commands import app, fail
+from kernelzero.commands import app
+from kernelzero.commands.ui import Progress, fail, print_table
 
 
 # ---------------------------------------------------------------------------------------------------- tasks, apis
-# Owner: foundation (issue 2). Tasks are parsed, never executed; the apis commands read code, never import it.
+# Tasks are parsed, never executed; the apis commands read code, never import it.
 @app.command("tasks")
 def tasks_cmd(
     path: Path = typer.Argument(..., help="Task file, folder of task files, KernelBench checkout or .jsonl corpus."),
@@ -38,14 +38,13 @@ def tasks_cmd(
             record = {"name": t.name, "level": t.level, "origin": t.origin, "apis": list(t.apis), "path": t.path}
             typer.echo(json.dumps(record))
     else:
-        from rich.console import Console
         from rich.table import Table
 
         table = Table("level", "name", "APIs", box=None, pad_edge=False)
         table.columns[1].no_wrap = True  # names are identifiers: never cut them
         for t in tasks:
             table.add_row("-" if t.level is None else str(t.level), t.name, ", ".join(t.apis))
-        Console(width=None if sys.stdout.isatty() else 200).print(table)
+        print_table(table)
     if out is not None:
         write_corpus(tasks, out)
     per_level: dict[str, int] = {}
@@ -79,8 +78,12 @@ def apis_mine_cmd(
     """Count which vocabulary APIs appear together in one class's forward across real PyTorch code."""
     from kernelzero.apis.mine import DEFAULT_SOURCES, mine, save_cooccurrence
 
+    def progress(files):
+        with Progress(len(files), f"mining {len(files)} files", every_s=2.0) as bar:
+            yield from bar.track(files)
+
     try:
-        co = mine(sources or DEFAULT_SOURCES, progress=sys.stderr.isatty())
+        co = mine(sources or DEFAULT_SOURCES, progress=progress)
     except ValueError as exc:
         fail(str(exc))
     save_cooccurrence(co, out)
