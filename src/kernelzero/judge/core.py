@@ -281,7 +281,10 @@ class Judge:
                         ref.eager, ref.compiled = timing.eager, timing.compile
                         ref.timed_outputs = sb.load_output("timed")
                 elif isinstance(msg, Failed):
-                    ref.error = f"{msg.stage}: {msg.message[-800:]}"
+                    text = msg.message  # the exception line, then the innermost frames: keep both ends (the tail
+                    if len(text) > 800:  # alone lost the exception of a long traceback)
+                        text = text[:300] + "\n" + text[-500:]
+                    ref.error = f"{msg.stage}: {text}"
                     break
                 elif isinstance(msg, Done):
                     break
