@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelzero.cli import app
-from kernelzero.eval.evaluate import VERDICTS, find_solution, read_records, run_eval, run_solutions
+from kernelzero.eval.evaluate import VERDICTS, EvalRecord, find_solution, read_records, run_eval, run_solutions
 from kernelzero.generation.base import Completion, SamplingConfig
 from kernelzero.judge.verdict import Verdict
 from kernelzero.tasks import Task
@@ -165,6 +165,8 @@ def test_cli_refuses_k_above_samples_and_kernelbench_without_a_checkout(tmp_path
 
 def test_cli_resume_refuses_other_settings(tmp_path):
     (tmp_path / "eval_config.json").write_text(json.dumps({"samples": 4}))
+    ok = Verdict(status="ok", correct=True)  # the pin binds once a verdict is recorded
+    (tmp_path / "verdicts.jsonl").write_text(EvalRecord("1_relu", None, 0, 1, "code", ok).to_json() + "\n")
     res = runner.invoke(app, ["eval", "--tasks", "tests/fixtures/eval_tasks", "--samples", "2", "--out", str(tmp_path)])
     assert res.exit_code == 2 and re.search(r"samples: 4 there, 2 now", res.output)
 

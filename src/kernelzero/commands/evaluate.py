@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Annotated
@@ -9,18 +10,30 @@ from typing import Annotated
 import typer
 
 from kernelzero.commands import MODEL_HELP as _MODEL_HELP
-from kernelzero.commands import app, fail
+from kernelzero.commands import app
+from kernelzero.commands.ui import (
+    TINY_NOTE,
+    Progress,
+    Stages,
+    check_choice,
+    check_dir,
+    check_model,
+    fail,
+    interruptible,
+    say,
+)
+from kernelzero.eval.evaluate import VERDICTS, find_solution, pin_config, read_records, run_eval, run_solutions, task_id
+from kernelzero.eval.report import compare as compare_runs
+from kernelzero.eval.report import render_markdown, write_report
+from kernelzero.generation import GenerationError, SamplingConfig, load_policy
+from kernelzero.judge.options import BACKENDS, DEVICES, JudgeOptions
+from kernelzero.tasks import TaskLoadError, kernelbench_root, load_tasks
 
-# Evaluation (issue 10): `eval`. Generation, judging and the report live in evaluate.py, eval_report.py, eval_plots.py.
-# ---------------------------------------------------------------------------------------------------------------------
+# Generation, judging and the report live in kernelzero.eval (evaluate.py, report.py, plots.py).
 
 
 def _eval_tasks(tasks: str, kernelbench_dir: Path | None, level: list[int] | None):
     """Tasks from PATH or `kernelbench:LEVEL[,LEVEL]`/`kernelbench:all` (checkout: the flag or $KERNELBENCH_DIR)."""
-    import os
-
-    from kernelzero.tasks import TaskLoadError, kernelbench_root, load_tasks
-
     levels = tuple(level) if level else None
     if tasks.startswith("kernelbench:"):
         spec = tasks.split(":", 1)[1]
@@ -41,7 +54,7 @@ def _eval_tasks(tasks: str, kernelbench_dir: Path | None, level: list[int] | Non
     except TaskLoadError as exc:
         fail(f"{len(exc.errors)} malformed task file(s) under {path}, first: {exc.errors[0]}")
     except (OSError, ValueError) as exc:
-        fail(str(exc))
+        fail(f"--tasks {exc}")
     if not found:
         fail(f"no tasks in {tasks}" + (f" at levels {levels}" if levels else ""))
     return found
@@ -68,7 +81,7 @@ def eval_command(
         tuple[Path, Path] | None, typer.Option("--compare", help="Print two finished runs side by side, then exit.")
     ] = None,
     device: Annotated[str, typer.Option(help="Judge device: auto, cuda, or cpu (Triton interpreter).")] = "auto",
-    workers: Annotated[int | None, typer.Option(help="Concurrent judge workers (default: the pool's).")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Concurrent judge workers (default: the pool's).")] = None,
     trials: Annotated[int, typer.Option(min=1, help="Correctness trials per candidate.")] = 5,
     max_new_tokens: Annotated[int, typer.Option(min=1, help="Cap on generated tokens per completion.")] = 1024,
     temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature (0 = greedy).")] = 1.0,
@@ -76,23 +89,20 @@ def eval_command(
     gen_device: Annotated[str, typer.Option(help="Device of a local transformers model: auto, cuda, cpu.")] = "auto",
     plots: Annotated[bool, typer.Option(help="Write the PNG figures.")] = True,
 ) -> None:
-    """Evaluate a model (or a folder of solutions) on a task set; print and write the report (resumable)."""
+    """Evaluate a model (or a folder of solutions) on a task set; print and write the report (resumable: rerun
+    the same command with the same --out to continue; recorded attempts are neither regenerated nor re-judged)."""
 
     if compare:
-        from kernelzero.eval.report import compare as compare_runs
-
         try:
             typer.echo(compare_runs(*compare), nl=False)
         except (OSError, ValueError, KeyError) as exc:
             fail(str(exc))
         return
-    start = time.monotonic()
-    from kernelzero.roles.coder import BACKENDS
-
     if tasks is None:
         fail("give --tasks PATH or --tasks kernelbench:LEVEL (or --compare DIR1 DIR2)")
-    if backend not in BACKENDS:
-        fail(f"--backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    check_choice("--backend", backend, BACKENDS)
+    check_choice("--device", device, DEVICES)
+    check_choice("--gen-device", gen_device, DEVICES)
     try:
         ks = sorted({int(x) for x in k.split(",") if x.strip()})
     except ValueError:
@@ -102,12 +112,12 @@ def eval_command(
     if not ks or bad:
         fail(f"--k {k}: every k must be between 1 and the samples per task ({n_per_task}"
              + (", one solution per task with --solutions)" if solutions is not None else "; raise --samples)"))
-    if solutions is not None and not solutions.is_dir():
-        fail(f"--solutions {solutions} is not a folder")
+    check_dir("--solutions", solutions)
+    if solutions is None:
+        check_model("--model", model)
+    if out is not None and out.exists() and not out.is_dir():
+        fail(f"--out {out}: not a folder")
     the_tasks = _eval_tasks(tasks, kernelbench_dir, level)
-    from kernelzero.eval.evaluate import find_solution, pin_config, run_eval, run_solutions
-    from kernelzero.judge import JudgeOptions
-
     if solutions is not None and only_with_solutions:
         the_tasks = [t for t in the_tasks if find_solution(t, solutions) is not None]
         if not the_tasks:
@@ -123,54 +133,79 @@ def eval_command(
         "turns": 1 if solutions is not None else turns,
     }
     try:
-        options = JudgeOptions(device=device, trials=trials)
         pin_config(out, config)
+        recorded = read_records(out / VERDICTS)
     except ValueError as exc:
         fail(str(exc))
+    total = len(the_tasks) * config["samples"] * config["turns"]
+    ids = {task_id(t) for t in the_tasks}
+    done = sum(1 for r in recorded if r.task in ids and r.sample < config["samples"] and r.turn <= config["turns"])
+    if done == total:
+        say(f"{out}: all {total} attempt(s) are already recorded; rebuilding the report")
+    elif done:
+        say(f"resuming {out}: {done} of {total} attempt(s) already recorded (kept); "
+            f"{'judging' if solutions else 'generating and judging'} the other {total - done}")  # fmt: skip
+    if mode == "generate" and model is None and done < total:
+        say(TINY_NOTE)
+    say(f"eval: {len(the_tasks)} tasks, {config['model']}, {backend}, {mode} -> {out}")
+    stage = Stages("eval")
+    start = time.monotonic()
+    policy = sampling = None
+    if done == total:  # a finished run: rebuild its report without loading a model or starting the judge
+        records = (run_solutions(the_tasks, solutions, backend=backend, judge_many=_judged_before, out_dir=out)
+                   if solutions is not None else
+                   run_eval(the_tasks, None, backend=backend, judge_fn=_judged_before, out_dir=out, samples=samples,
+                            turns=turns))  # fmt: skip
+        _report(out, records, ks, {**config, "device": None}, plots, start)
+        return
+    if mode == "generate":
+        stage("loading the model")
+        sampling = SamplingConfig(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
+        try:
+            policy = load_policy(model, device=gen_device)
+        except (GenerationError, ValueError, OSError) as exc:  # before any worker starts
+            fail(f"--model {model}: {exc}")
+    stage("loading the judge (torch)")
     from kernelzero.judge.pool import JudgePool
 
-    total = len(the_tasks) * config["samples"] * config["turns"]
-    seen = [0]
+    def resume_hint() -> str:
+        return f"rerun the same command with --out {out} to resume (recorded attempts are kept)"
 
-    def progress(rec) -> None:
-        seen[0] += 1
-        where = f"{rec.task} sample {rec.sample} turn {rec.turn}"
-        typer.echo(f"[{seen[0]}/{total}] {where}: {rec.verdict.status}", err=True)
+    with (
+        Progress(total - done, "attempts", lines_on_terminal=True) as bar,
+        JudgePool(JudgeOptions(device=device, trials=trials), workers=workers) as pool,
+        interruptible(resume_hint),
+    ):
+        def progress(rec) -> None:
+            bar.advance(f"{rec.task} sample {rec.sample} turn {rec.turn}: {rec.verdict.status}")
 
-    typer.echo(f"eval: {len(the_tasks)} tasks, {config['model']}, {backend}, {mode} -> {out}", err=True)
-    with JudgePool(options, workers=workers) as pool:
         device_name = pool.judge_.device
         if solutions is not None:
             records = run_solutions(
                 the_tasks, solutions, backend=backend, judge_many=pool.imap, out_dir=out, on_record=progress
             )
         else:
-            from kernelzero.generation import GenerationError, SamplingConfig, load_policy
-
             try:
-                sampling = SamplingConfig(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
-                policy = load_policy(model, device=gen_device)
-                records = run_eval(
-                    the_tasks,
-                    policy,
-                    backend=backend,
-                    judge_fn=pool.judge,
-                    judge_many=pool.judge_many,
-                    out_dir=out,
-                    samples=samples,
-                    turns=turns,
-                    sampling=sampling,
-                    on_record=progress,
-                )
+                records = run_eval(the_tasks, policy, backend=backend, judge_fn=pool.judge,
+                                   judge_many=pool.judge_many, out_dir=out, samples=samples, turns=turns,
+                                   sampling=sampling, on_record=progress)  # fmt: skip
             except (GenerationError, ValueError) as exc:
-                fail(str(exc), code=1)
-    from kernelzero.eval.report import write_report
+                fail(f"{exc} (recorded attempts are kept: {resume_hint()})", code=1)
+    _report(out, records, ks, {**config, "device": device_name}, plots, start)
 
-    gpu = next((r.verdict.env.get("gpu") for r in records if isinstance(r.verdict.env, dict)), None)
-    meta = {**config, "device": device_name, "gpu": gpu, "date": time.strftime("%Y-%m-%d %H:%M")}
+
+def _judged_before(requests=(), *more):
+    """Stands in for the judge of a run whose every attempt is recorded: it is asked nothing."""
+    if more or list(requests):
+        raise RuntimeError("every attempt of this run is recorded, yet the judge was asked for a verdict")
+    return []
+
+
+def _report(out: Path, records, ks: list[int], meta: dict, plots: bool, start: float) -> None:
+    env = next((r.verdict.env for r in records if isinstance(r.verdict.env, dict) and r.verdict.env), {})
+    meta = {**meta, "device": meta.get("device") or env.get("device"), "gpu": env.get("gpu"),
+            "date": time.strftime("%Y-%m-%d %H:%M")}  # fmt: skip
     summary = write_report(out, records, ks, meta, plots=plots)
-    from kernelzero.eval.report import render_markdown
-
     typer.echo(render_markdown(summary))
     typer.echo(f"wrote {out}/report.md, summary.json, verdicts.jsonl" + (", PNGs" if plots else "")
                + f"; total time {time.monotonic() - start:.1f} s")  # fmt: skip

@@ -140,10 +140,13 @@ class RecordLog:
 
 
 def pin_config(out_dir: str | Path, config: dict[str, Any]) -> None:
-    """Write `eval_config.json`, or check that a resumed run uses the settings the directory was started with."""
+    """Write `eval_config.json`, or check that a resumed run uses the settings the directory was started with.
+
+    The pin binds only once a verdict is recorded: a run that stopped before its first one (a bad --model, an
+    interrupt during start-up) has nothing to keep consistent, so the next command's settings replace it."""
     p = Path(out_dir) / CONFIG
     p.parent.mkdir(parents=True, exist_ok=True)
-    if p.exists():
+    if p.exists() and read_records(Path(out_dir) / VERDICTS):
         old = json.loads(p.read_text(encoding="utf-8"))
         diff = {k: (old.get(k), v) for k, v in config.items() if old.get(k) != v}
         if diff:

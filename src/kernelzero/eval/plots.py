@@ -26,37 +26,40 @@ PLOTS = ("speedups.png", "outcomes.png", "pass_by_turn.png")
 
 
 def write_plots(out_dir: Path, records: Sequence[EvalRecord], outcomes: Sequence[Any], summary: dict) -> list[Path]:
+    """Draw the figures that have something to show; return their paths. An untimed run (CPU) has no speedups, so
+    it gets no speedups.png (an empty frame only said so in a picture; the report says it in words)."""
     import matplotlib
 
     matplotlib.use("Agg")
-    paths = [Path(out_dir) / name for name in PLOTS]
-    _speedups(paths[0], outcomes)
-    _outcome_grid(paths[1], records)
-    _pass_by_turn(paths[2], summary)
-    return paths
+    out = Path(out_dir)
+    paths = []
+    series = {b: [o.best[b][0] for o in outcomes if o.best.get(b)] for b in ("eager", "compile")}
+    if any(series.values()):
+        _speedups(out / PLOTS[0], series)
+        paths.append(out / PLOTS[0])
+    else:
+        (out / PLOTS[0]).unlink(missing_ok=True)  # drawn by an earlier run of the same directory: no longer true
+    _outcome_grid(out / PLOTS[1], records)
+    _pass_by_turn(out / PLOTS[2], summary)
+    return [*paths, out / PLOTS[1], out / PLOTS[2]]
 
 
-def _speedups(path: Path, outcomes: Sequence[Any]) -> None:
+def _speedups(path: Path, series: dict[str, list[float]]) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    series = {b: [o.best[b][0] for o in outcomes if o.best.get(b)] for b in ("eager", "compile")}
-    if not any(series.values()):
-        ax.text(0.5, 0.5, "untimed run: no speedups (CPU / Triton interpreter)", ha="center", va="center")
-        ax.set_axis_off()
-    else:
-        lo = min(min(v) for v in series.values() if v)
-        hi = max(max(v) for v in series.values() if v)
-        lo, hi = min(lo, 0.5), max(hi, 2.0)
-        bins = [lo * (hi / lo) ** (i / 30) for i in range(31)]
-        for b, vals in series.items():
-            if vals:
-                ax.hist(vals, bins=bins, alpha=0.6, label=f"vs {b} (n={len(vals)})")
-        ax.set_xscale("log")
-        ax.axvline(1.0, color="k", lw=1, ls="--")
-        ax.set_xlabel("speedup of each task's fastest correct attempt (log scale)")
-        ax.set_ylabel("tasks")
-        ax.legend()
+    lo = min(min(v) for v in series.values() if v)
+    hi = max(max(v) for v in series.values() if v)
+    lo, hi = min(lo, 0.5), max(hi, 2.0)
+    bins = [lo * (hi / lo) ** (i / 30) for i in range(31)]
+    for b, vals in series.items():
+        if vals:
+            ax.hist(vals, bins=bins, alpha=0.6, label=f"vs {b} (n={len(vals)})")
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="k", lw=1, ls="--")
+    ax.set_xlabel("speedup of each task's fastest correct attempt (log scale)")
+    ax.set_ylabel("tasks")
+    ax.legend()
     ax.set_title("Speedup distribution")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -106,10 +109,8 @@ def _pass_by_turn(path: Path, summary: dict) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 4))
     turns = list(range(1, summary["turns"] + 1))
-    for row in summary["rows"]:
-        for k, vals in row["pass_by_turn"].items():
-            if vals is not None:
-                ax.plot(turns, [100 * v for v in vals], marker="o", label=f"{row['label']} pass@{k}")
+    for label, vals in pass_series(summary):
+        ax.plot(turns, [100 * v for v in vals], marker="o", label=label)
     ax.set_xticks(turns)
     ax.set_xlabel("turn")
     ax.set_ylabel("pass@k (%)")
@@ -119,3 +120,18 @@ def _pass_by_turn(path: Path, summary: dict) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def pass_series(summary: dict) -> list[tuple[str, list[float]]]:
+    """The pass@k-by-turn lines to draw, each once: a level row is left out when it is the only level (the "all"
+    row is then the same tasks), and series with equal values share one line and one label ("pass@1 = pass@2").
+    Drawn one over another, equal series looked like one line with a legend of several."""
+    rows = summary["rows"]
+    if len(rows) == 2 and rows[-1]["label"] == "all":
+        rows = rows[-1:]
+    merged: dict[tuple[float, ...], list[str]] = {}
+    for row in rows:
+        for k, vals in row["pass_by_turn"].items():
+            if vals is not None:
+                merged.setdefault(tuple(vals), []).append(f"{row['label']} pass@{k}")
+    return [(" = ".join(labels), list(vals)) for vals, labels in merged.items()]

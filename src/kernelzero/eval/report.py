@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelzero.eval import metrics
-from kernelzero.eval.evaluate import MISSING_GUARD, EvalRecord
+from kernelzero.eval.evaluate import CONFIG, MISSING_GUARD, VERDICTS, EvalRecord, read_records
 from kernelzero.eval.plots import write_plots
 from kernelzero.judge.verdict import Timing, Verdict
 
@@ -32,6 +32,8 @@ FAST_PS = (0.0, 1.0, 2.0)
 BASELINES = {"eager": ("speedup_eager", "ref_runtime"), "compile": ("speedup_compile", "compile_runtime")}
 SUMMARY = "summary.json"
 REPORT = "report.md"
+FIGURE_TITLES = {"speedups.png": "Speedup distribution", "outcomes.png": "Outcome of every attempt",
+                 "pass_by_turn.png": "pass@k by refinement turn"}  # fmt: skip
 
 
 def degenerate_canary(verdict: Verdict) -> str | None:
@@ -222,8 +224,9 @@ def rows_markdown(rows: Sequence[dict[str, Any]], ks: Sequence[int]) -> list[str
     return lines
 
 
-def render_markdown(summary: dict[str, Any]) -> str:
-    """The whole report as markdown (what `report.md` holds and the CLI prints)."""
+def render_markdown(summary: dict[str, Any], figures: Sequence[str] = ()) -> str:
+    """The whole report as markdown (what `report.md` holds and the CLI prints). `figures`: image files beside
+    the report, shown at its end (report.md has them; the terminal copy leaves them out)."""
     m, ks = summary["meta"], summary["ks"]
     lines = [f"# KernelZero eval: {m.get('model', '?')} on {m.get('tasks', '?')}", ""]
     facts = [f"{k}: {m[k]}" for k in ("backend", "mode", "samples", "turns", "device", "gpu", "date") if m.get(k)]
@@ -266,20 +269,44 @@ def render_markdown(summary: dict[str, Any]) -> str:
         "(speedup > p), *noise-aware* needs speedup > p x (1 + relative IQR of candidate + reference). "
         "geomean is over correct tasks.",
     ]
+    if figures:
+        lines += ["", "## Figures", ""]
+        for name in figures:
+            lines += [f"![{FIGURE_TITLES.get(name, name)}]({name})", ""]
     return "\n".join(lines) + "\n"
 
 
 def write_report(
     out_dir: str | Path, records: Sequence[EvalRecord], ks: Sequence[int], meta: dict[str, Any], plots: bool = True
 ) -> dict[str, Any]:
-    """Write `summary.json`, `report.md` and (with `plots`) the PNGs into `out_dir`; return the summary."""
+    """Write `summary.json`, `report.md` and (with `plots`) the PNGs it shows into `out_dir`; return the summary."""
     out = Path(out_dir)
     summary = summarize(records, ks, meta)
     (out / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    (out / REPORT).write_text(render_markdown(summary), encoding="utf-8")
-    if plots:
-        write_plots(out, records, task_outcomes(records), summary)
+    figures = [p.name for p in write_plots(out, records, task_outcomes(records), summary)] if plots else []
+    (out / REPORT).write_text(render_markdown(summary, figures), encoding="utf-8")
     return summary
+
+
+def is_eval_dir(path: str | Path) -> bool:
+    """Whether `path` is an output folder of `kernelzero eval` (its pinned settings and its verdicts)."""
+    return (Path(path) / CONFIG).is_file() and (Path(path) / VERDICTS).is_file()
+
+
+def rebuild_report(out_dir: str | Path, ks: Sequence[int] | None = None, plots: bool = True) -> dict[str, Any]:
+    """Rewrite an eval folder's report from its records alone (`kernelzero report EVAL_DIR`): the k of pass@k and
+    the facts of its header come from its last summary, else from its pinned settings (k = 1)."""
+    out = Path(out_dir)
+    old = json.loads((out / SUMMARY).read_text(encoding="utf-8")) if (out / SUMMARY).is_file() else {}
+    meta = old.get("meta") or json.loads((out / CONFIG).read_text(encoding="utf-8"))
+    records = read_records(out / VERDICTS)
+    if not records:
+        raise ValueError(f"{out / VERDICTS} holds no records yet: nothing to report")
+    ks = list(ks or old.get("ks") or [1])
+    n = min(o.n for o in task_outcomes(records))
+    if any(k > n for k in ks):
+        raise ValueError(f"pass@k needs k <= the samples per task ({n}), got k = {', '.join(map(str, ks))}")
+    return write_report(out, records, ks, meta, plots=plots)
 
 
 def compare(dir_a: str | Path, dir_b: str | Path) -> str:

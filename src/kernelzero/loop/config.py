@@ -202,15 +202,28 @@ def merge(base: Any, data: dict, path: str = "") -> Any:
 def read_config_file(path: str | os.PathLike) -> dict:
     """The mapping in a .yaml/.yml/.json file."""
     p = Path(path)
-    text = p.read_text(encoding="utf-8")
-    if p.suffix in (".yaml", ".yml"):
+    if p.suffix not in (".yaml", ".yml", ".json"):
+        raise ConfigError(f"{p}: config files must end in .yaml, .yml or .json")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        raise ConfigError(f"{p}: cannot read it ({why})") from None
+    if p.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:  # a parser's traceback is no answer to a typo: say where it is
+            raise ConfigError(f"{p}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+    else:
         import yaml
 
-        data = yaml.safe_load(text) or {}
-    elif p.suffix == ".json":
-        data = json.loads(text)
-    else:
-        raise ConfigError(f"{p}: config files must end in .yaml, .yml or .json")
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
+            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+            raise ConfigError(f"{where}: not valid YAML: {problem}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of RunConfig fields at the top level")
     return data
