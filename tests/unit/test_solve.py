@@ -145,17 +145,31 @@ def task_file(tmp_path) -> Path:
 
 @pytest.fixture
 def cli_stub_judge(monkeypatch, stub_judge) -> StubJudge:
-    """Puts `stub_judge` where the CLI imports the real one from (kernelzero.judge.judge / JudgeOptions)."""
-    import kernelzero.judge
+    """Puts `stub_judge` where the CLI imports the real one from (a JudgePool of kernelzero.judge.pool)."""
+    import types
 
     seen_options = []
 
-    def judge(task, code, backend, options):
-        seen_options.append(options)
-        return stub_judge(task, code, backend)
+    class Pool:
+        def __init__(self, options=None, workers=None, **kw):
+            seen_options.append(options)
+            self.judge_ = types.SimpleNamespace(device="cpu")
 
-    monkeypatch.setattr(kernelzero.judge, "judge", judge, raising=False)
-    monkeypatch.setattr(kernelzero.judge, "JudgeOptions", lambda device: {"device": device}, raising=False)
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+        def judge(self, task, code, backend):
+            return stub_judge(task, code, backend)
+
+        def judge_many(self, requests):
+            return [stub_judge(*r) for r in requests]
+
+    module = types.ModuleType("kernelzero.judge.pool")
+    module.JudgePool = Pool
+    monkeypatch.setitem(sys.modules, "kernelzero.judge.pool", module)
     stub_judge.options = seen_options
     return stub_judge
 
@@ -188,7 +202,7 @@ def test_cli_solve_refuses_bad_input_before_loading_a_model(task_file, tmp_path,
     r = runner.invoke(app, ["solve", str(not_a_task), "--backend", "cuda"])
     assert (
         r.exit_code == 2
-        and "is not a KernelBench-format task: the code has no top-level class Model, function get_inputs()" in r.output
+        and "notes.py:1: missing class Model, function get_inputs, function get_init_inputs" in r.output
     )
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "x").write_text("")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from pathlib import Path
@@ -10,12 +11,24 @@ from typing import Annotated
 import typer
 
 from kernelzero.commands import MODEL_HELP as _MODEL_HELP
-from kernelzero.commands import app, fail
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Policies (issue 6): `solve` and `serve`. Heavy imports (torch, transformers, the judge) stay inside the commands.
-# ---------------------------------------------------------------------------------------------------------------------
-
+from kernelzero.commands import app
+from kernelzero.commands.ui import (
+    TINY_NOTE,
+    Stages,
+    check_choice,
+    check_model,
+    check_probability,
+    fail,
+    interruptible,
+    print_table,
+    say,
+)
+from kernelzero.eval.solve import solve, solve_table, write_solve_outputs
+from kernelzero.generation import GenerationError, SamplingConfig, load_policy
+from kernelzero.generation.serve import make_server
+from kernelzero.judge.options import BACKENDS, DEVICES, JudgeOptions
+from kernelzero.roles.coder import OPTIMIZATION_PRINCIPLES
+from kernelzero.tasks import Task, TaskFormatError, check_source
 
 
 @app.command("solve")
@@ -39,75 +52,55 @@ def solve_command(
     gen_device: Annotated[str, typer.Option(help="Device of a local transformers model: auto, cuda, cpu.")] = "auto",
 ) -> None:
     """Generate solutions for one task, judge them, keep the best; print a table and write everything to --out."""
-
-    from kernelzero.generation.base import GenerationError, SamplingConfig
-    from kernelzero.roles.coder import BACKENDS, OPTIMIZATION_PRINCIPLES
-    from kernelzero.roles.parsing import check_definitions
-    from kernelzero.roles.proposer import TASK_DEFINITIONS
-    from kernelzero.tasks import Task
-
-    if backend not in BACKENDS:
-        fail(f"--backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    check_choice("--backend", backend, BACKENDS)
+    check_choice("--device", device, DEVICES)
+    check_choice("--gen-device", gen_device, DEVICES)
+    check_probability("--top-p", top_p)
+    if backend == "cuda" and device == "cpu":
+        fail("--backend cuda needs a GPU: CUDA solutions cannot be judged with --device cpu")
     if not task.is_file():
-        fail(f"no task file at {task}")
+        fail(f"no task file at {task}" if not task.exists() else f"{task}: not a file")
     the_task = Task.from_file(task)
-    reason = getattr(check_definitions(the_task.source, TASK_DEFINITIONS), "reason", None)
-    if reason:
-        fail(f"{task} is not a KernelBench-format task: {reason}")
-    out = out or Path("out") / "solve" / f"{the_task.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if out.exists() and any(out.iterdir()):
-        fail(f"--out {out} already holds files; name a new or empty directory")
     try:
-        sampling = SamplingConfig(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed)
-    except ValueError as e:
-        fail(str(e))
-    judge_fn = _judge_fn(device)
-    from kernelzero.eval.solve import solve, solve_table, write_solve_outputs
-    from kernelzero.generation import load_policy
-
+        check_source(the_task.source, str(task))
+    except TaskFormatError as exc:
+        fail(str(exc))
+    check_model("--model", model)
+    out = out or Path("out") / "solve" / f"{the_task.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        fail(f"--out {out} already holds files; name a new or empty directory")
+    sampling = SamplingConfig(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed)
+    if model is None:
+        say(TINY_NOTE)
+    stage = Stages("solve")
+    stage("loading the model")
     try:
         policy = load_policy(model, device=gen_device)
-    except (GenerationError, ValueError) as e:
-        fail(str(e))
+    except (GenerationError, ValueError, OSError) as e:
+        fail(f"--model {model}: {e}")
+    stage("loading the judge (torch)")
+    from kernelzero.judge.pool import JudgePool
 
     def progress(r) -> None:
-        typer.echo(f"turn {r.turn} sample {r.sample}: {r.verdict.status}", err=True)
+        say(f"turn {r.turn} sample {r.sample}: {r.verdict.status}")
 
-    typer.echo(f"solving {the_task.name} with {policy.name}: {samples} samples x {turns} turns ({backend})", err=True)
-    try:
-        result = solve(
-            the_task,
-            policy,
-            backend=backend,
-            judge_fn=judge_fn,
-            samples=samples,
-            turns=turns,
-            sampling=sampling,
-            principles=OPTIMIZATION_PRINCIPLES if principles else None,
-            on_rollout=progress,
-        )
-    except GenerationError as e:
-        fail(str(e), code=1)
-    from rich.console import Console
-
-    Console(width=None if sys.stdout.isatty() else 160).print(solve_table(result))  # logs get the whole table
+    say(f"solving {the_task.name} with {policy.name}: {samples} samples x {turns} turns ({backend})")
+    with JudgePool(JudgeOptions(device=device)) as pool, interruptible(f"nothing was written ({out} is written at "
+                                                                        "the end)"):  # fmt: skip
+        if backend == "cuda" and pool.judge_.device != "cuda":
+            fail("--backend cuda needs a GPU, and this machine has none")
+        try:
+            result = solve(the_task, policy, backend=backend, judge_fn=pool.judge, judge_many=pool.judge_many,
+                           samples=samples, turns=turns, sampling=sampling,
+                           principles=OPTIMIZATION_PRINCIPLES if principles else None,
+                           on_rollout=progress)  # fmt: skip
+        except GenerationError as e:
+            fail(str(e), code=1)
+    print_table(solve_table(result))
     write_solve_outputs(result, out)
     best = result.best
     verdict = "solved" if result.solved else "not solved"
     typer.echo(f"{verdict}; best: sample {best.sample} turn {best.turn} ({best.verdict.status}); wrote {out}")
-
-
-def _judge_fn(device: str):
-    """The real judge as solve's `judge_fn(task, code, backend)`; a clear error if this build has none yet."""
-    try:
-        from kernelzero.judge import JudgeOptions, judge
-    except ImportError as e:
-        fail(f"the judge is not available in this build ({e})")
-
-    def judge_fn(task, code: str, backend: str):
-        return judge(task, code, backend=backend, options=JudgeOptions(device=device))
-
-    return judge_fn
 
 
 @app.command("serve")
@@ -115,19 +108,19 @@ def serve_command(
     model: Annotated[str | None, typer.Option("--model", "-m", help=_MODEL_HELP)] = None,
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", "-p", min=0, help="Port to bind; 0 picks a free one (printed).")
+        int, typer.Option("--port", "-p", min=0, max=65535, help="Port to bind; 0 picks a free one (printed).")
     ] = 8000,
     name: Annotated[str, typer.Option(help="Model name clients must send in requests.")] = "tiny",
     api_key: Annotated[str | None, typer.Option(help="Require `Authorization: Bearer KEY` on requests.")] = None,
     device: Annotated[str, typer.Option(help="Device of a local transformers model: auto, cuda, cpu.")] = "auto",
 ) -> None:
     """Serve a model over an OpenAI-compatible /v1/chat/completions endpoint (n >= 1, no streaming)."""
-    import logging
-
-    from kernelzero.generation import GenerationError, load_policy
-    from kernelzero.generation.serve import make_server
-
+    check_choice("--device", device, DEVICES)
+    check_model("--model", model)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if model is None:
+        say(TINY_NOTE)
+    Stages("serve")("loading the model")
     try:
         policy = load_policy(model, device=device)
         server = make_server(policy, host, port, api_key=api_key, served_name=name)
@@ -140,7 +133,7 @@ def serve_command(
     sys.stdout.flush()
     try:
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt:  # Ctrl-C is how a server is stopped: a normal end
+        say("kernelzero serve: stopped")
     finally:
         server.server_close()

@@ -9,11 +9,11 @@ from typing import Annotated
 import typer
 
 from kernelzero.commands import MODEL_HELP as _MODEL_HELP
-from kernelzero.commands import app, fail
+from kernelzero.commands import app
+from kernelzero.commands.ui import TINY_NOTE, check_choice, check_dir, check_file, check_model, fail, say
+from kernelzero.judge.options import BACKENDS, DEVICES
 
-# ---------------------------------------------------------------------------------------------------------------------
-# Curriculum (issue 7): `propose`. Heavy imports (torch, transformers, the judge) stay inside the command.
-# ---------------------------------------------------------------------------------------------------------------------
+# Heavy imports (torch, transformers, the judge) stay inside the command.
 
 
 @app.command("propose")
@@ -49,6 +49,22 @@ def propose_command(
     workers: Annotated[int | None, typer.Option(help="Concurrent validation workers (default: CPU count).")] = None,
 ) -> None:
     """Propose tasks from API sets, validate them in the sandbox, write the valid ones and the rejection reasons."""
+    # Every flag and input is checked before the validator, a model or a judge worker starts.
+    check_choice("--backend", backend, BACKENDS)
+    check_choice("--device", device, DEVICES)
+    check_choice("--gen-device", gen_device, DEVICES)
+    if workers is not None and workers < 1:
+        fail(f"--workers {workers}: expected at least 1")
+    check_dir("--validate", validate)
+    check_dir("--pool", pool, "run directory")
+    check_file("--apis", apis)
+    if kernelbench is not None and not kernelbench.exists():
+        fail(f"--kernelbench {kernelbench} does not exist")
+    if validate is None:
+        check_model("--model", model)
+        check_model("--coder", coder)
+        if model is None:
+            say(TINY_NOTE)
     from kernelzero.curriculum.pool import TaskPool
     from kernelzero.curriculum.proposals import reasons_table
     from kernelzero.curriculum.validate import ValidationConfig, Validator
