@@ -35,6 +35,7 @@ import hashlib
 import hmac
 import json
 import os
+import queue
 import select
 import shutil
 import signal
@@ -42,7 +43,9 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,6 +205,53 @@ def isolation_mode() -> str:
     return "namespaces" if _NAMESPACES else "process"
 
 
+class _Spawner:
+    """Starts every worker under `setpriv --pdeathsig KILL`, from one thread that lives as long as this process, so
+    a judge killed outright (SIGKILL, OOM) takes its workers with it instead of leaving them to run out their job.
+    The kernel sends the parent-death signal when the *thread* that forked the child ends, so a worker started
+    from a short-lived thread (a warm refill) would be killed at once: hence the one long-lived thread. With
+    namespaces the direct child is `unshare`, whose --kill-child then ends the namespace. Without setpriv (util-linux
+    older than 2.33) workers are started as before."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()  # a forked child of the judge gets its own spawner thread (threads do not fork)
+        self.prefix = ["setpriv", "--pdeathsig", "KILL"] if _setpriv_pdeathsig() else []
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="kz-spawner", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            done, cmd, kw = self._requests.get()
+            try:
+                done.set_result(subprocess.Popen([*self.prefix, *cmd], **kw))
+            except BaseException as exc:  # handed to the caller, in its own thread
+                done.set_exception(exc)
+
+    def popen(self, cmd: list[str], **kw: Any) -> subprocess.Popen:
+        done: Future = Future()
+        self._requests.put((done, cmd, kw))
+        return done.result()
+
+
+def _setpriv_pdeathsig() -> bool:
+    if shutil.which("setpriv") is None:
+        return False
+    probe = subprocess.run(["setpriv", "--pdeathsig", "KILL", "true"], capture_output=True, timeout=30)
+    return probe.returncode == 0
+
+
+_SPAWNER: _Spawner | None = None
+_SPAWNER_LOCK = threading.Lock()
+
+
+def _spawner() -> _Spawner:
+    global _SPAWNER
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None or _SPAWNER.pid != os.getpid():
+            _SPAWNER = _Spawner()
+        return _SPAWNER
+
+
 @dataclass
 class WorkerExit:
     returncode: int | None
@@ -246,7 +296,7 @@ class Sandbox:
         if self.isolation == "namespaces":
             cmd = ["unshare", "--pid", "--fork", "--net", "--mount", "--kill-child", "--mount-proc",
                    "sh", "-c", _PRELUDE, "kz-prelude", *cmd]  # fmt: skip
-        self._proc = subprocess.Popen(
+        self._proc = _spawner().popen(  # dies with the judge: see _Spawner
             cmd,
             stdin=subprocess.PIPE,
             stdout=self._log,
