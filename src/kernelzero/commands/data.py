@@ -7,8 +7,13 @@ from pathlib import Path
 
 import typer
 
-from kernelzero.commands import app
+from kernelzero.apis import vocab_apis
+from kernelzero.apis.mine import DEFAULT_SOURCES, load_cooccurrence, mine, save_cooccurrence
+from kernelzero.apis.sample import SamplerConfig, sample_api_sets, summarize
+from kernelzero.apis.vocab import ALIASES, VOCABULARY
+from kernelzero.commands.app import app
 from kernelzero.commands.ui import Progress, fail, print_table
+from kernelzero.tasks import TaskLoadError, load_tasks, write_corpus
 
 
 # ---------------------------------------------------------------------------------------------------- tasks, apis
@@ -21,9 +26,6 @@ def tasks_cmd(
     out: Path | None = typer.Option(None, "--out", help="Also write the tasks as a JSONL corpus to this file."),
 ) -> None:
     """List tasks (name, level, the torch APIs each uses); exits non-zero naming every malformed file."""
-
-    from kernelzero.apis import vocab_apis
-    from kernelzero.tasks import TaskLoadError, load_tasks, write_corpus
 
     try:
         tasks = load_tasks(path, levels=tuple(level) if level else None)
@@ -76,8 +78,6 @@ def apis_mine_cmd(
     out: Path = typer.Option(Path("api_cooccurrence.json"), "--out", help="Where to write the counts (JSON)."),
 ) -> None:
     """Count which vocabulary APIs appear together in one class's forward across real PyTorch code."""
-    from kernelzero.apis.mine import DEFAULT_SOURCES, mine, save_cooccurrence
-
     def progress(files):
         with Progress(len(files), f"mining {len(files)} files", every_s=2.0) as bar:
             yield from bar.track(files)
@@ -106,9 +106,6 @@ def apis_sample_cmd(
 ) -> None:
     """Draw distinct API sets from mined co-occurrence, covering the whole vocabulary; summary on stderr."""
 
-    from kernelzero.apis.mine import load_cooccurrence
-    from kernelzero.apis.sample import SamplerConfig, sample_api_sets, summarize
-
     try:
         config = SamplerConfig(n=n, seed=seed, exclude=tuple(exclude or ()))
         sets = sample_api_sets(load_cooccurrence(counts), config)
@@ -134,8 +131,6 @@ def apis_sample_cmd(
 @apis_app.command("vocab")
 def apis_vocab_cmd(as_json: bool = typer.Option(False, "--json", help="One JSON object per API.")) -> None:
     """List the vocabulary of kernel-worthy APIs by category, with the other spellings each one accepts."""
-
-    from kernelzero.apis.vocab import ALIASES, VOCABULARY
 
     spellings: dict[str, list[str]] = {name: [] for name in VOCABULARY}
     for alias, name in ALIASES.items():

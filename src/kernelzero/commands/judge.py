@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from kernelzero.commands import app
+from kernelzero.commands.app import app
 from kernelzero.commands.ui import Progress, Stages, check_choice, check_file, fail, interruptible, say
 from kernelzero.judge.batch import INPUT_ERROR, BatchPlan, BatchRecord, describe, load_request, plan_batch, run_batch
 from kernelzero.judge.options import BACKENDS, DEVICES, JudgeOptions
@@ -96,6 +96,10 @@ def _judge_batch(batch: Path, out: Path | None, options: JudgeOptions, workers: 
     if out.exists() and not out.is_file():
         fail(f"--out {out}: not a file")
     plan = plan_batch(batch, out, default_backend=backend)
+    if options.device == "cpu":  # a CUDA line would get infra_error, and no rerun on this machine could change that
+        for it in plan.items:
+            if it.request is not None and it.request[2] == "cuda" and it.record.line not in plan.reused:
+                it.request, it.record.error = None, "backend cuda needs a GPU (this batch runs with --device cpu)"
     if plan.foreign > 1 and not plan.earlier and not plan.unkeyed:
         fail(f"--out {out} exists and holds no batch records: name another file (or delete it)")
     n, todo = len(plan.items), plan.todo

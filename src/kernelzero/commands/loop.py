@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from kernelzero.commands import app
+from kernelzero.commands.app import app
 from kernelzero.commands.evaluate import _eval_tasks
 from kernelzero.commands.ui import (
     Stages,
@@ -26,6 +26,7 @@ from kernelzero.commands.ui import (
 )
 from kernelzero.eval.export import eval_corpus_rows, eval_tasks_spec
 from kernelzero.eval.report import is_eval_dir, rebuild_report
+from kernelzero.loop import coevolve
 from kernelzero.loop.coevolve import CONFIG_FILE
 from kernelzero.loop.config import ConfigError, config_from_dict, load_config
 from kernelzero.loop.export import corpus_rows, load_pairs, write_corpus_rows
@@ -100,8 +101,6 @@ def train_command(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from kernelzero.loop.coevolve import CoEvolution
-
     console = Console(stderr=True)
     start = time.monotonic()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -111,7 +110,7 @@ def train_command(
                 progress.console.print(message, soft_wrap=True, markup=False, highlight=False)
 
         with interruptible(f"nothing committed is lost: continue with `kernelzero train --resume {run_dir}`"):
-            loop = CoEvolution(cfg, run_dir, say=say_line, progress=progress)
+            loop = coevolve.CoEvolution(cfg, run_dir, say=say_line, progress=progress)
             loop.run()
     if report and main_rank:
         path = write_report(run_dir)

@@ -10,8 +10,8 @@ from typing import Annotated
 
 import typer
 
-from kernelzero.commands import MODEL_HELP as _MODEL_HELP
-from kernelzero.commands import app
+from kernelzero.commands.app import MODEL_HELP as _MODEL_HELP
+from kernelzero.commands.app import app
 from kernelzero.commands.ui import (
     TINY_NOTE,
     Stages,

@@ -8,10 +8,17 @@ from typing import Annotated
 
 import typer
 
-from kernelzero.commands import MODEL_HELP as _MODEL_HELP
-from kernelzero.commands import app
+from kernelzero.apis import SamplerConfig, load_cooccurrence, sample_api_sets
+from kernelzero.commands.app import MODEL_HELP as _MODEL_HELP
+from kernelzero.commands.app import app
 from kernelzero.commands.ui import TINY_NOTE, check_choice, check_dir, check_file, check_model, fail, say
-from kernelzero.judge.options import BACKENDS, DEVICES
+from kernelzero.curriculum.frontier import api_rates, pair_rates
+from kernelzero.curriculum.heatmap import frontier_heatmap, hardest_table
+from kernelzero.curriculum.pool import TaskPool
+from kernelzero.curriculum.proposals import propose_batch, read_api_sets, reasons_table, write_outputs
+from kernelzero.curriculum.validate import ValidationConfig, Validator, validate_folder
+from kernelzero.generation import GenerationError, SamplingConfig, load_policy
+from kernelzero.judge.options import BACKENDS, DEVICES, JudgeOptions
 
 # Heavy imports (torch, transformers, the judge) stay inside the command.
 
@@ -65,10 +72,6 @@ def propose_command(
         check_model("--coder", coder)
         if model is None:
             say(TINY_NOTE)
-    from kernelzero.curriculum.pool import TaskPool
-    from kernelzero.curriculum.proposals import reasons_table
-    from kernelzero.curriculum.validate import ValidationConfig, Validator
-
     try:
         config = ValidationConfig(device=device, workers=workers)
     except ValueError as e:
@@ -80,10 +83,6 @@ def propose_command(
     if validate is not None:
         _validate_folder(validate, validator, apis_from_name)
         return
-    from kernelzero.curriculum.proposals import propose_batch, read_api_sets, write_outputs
-    from kernelzero.generation import load_policy
-    from kernelzero.generation.base import GenerationError, SamplingConfig
-
     if apis is not None:
         try:
             sets = read_api_sets(apis)
@@ -93,8 +92,6 @@ def propose_command(
             fail(f"--apis {apis} holds no API set")
         sets = [sets[i % len(sets)] for i in range(n)]
     else:
-        from kernelzero.apis import SamplerConfig, load_cooccurrence, sample_api_sets
-
         sets = sample_api_sets(load_cooccurrence(), SamplerConfig(n=n, seed=seed))
     try:
         policy = load_policy(model, device=gen_device)
@@ -103,7 +100,6 @@ def propose_command(
         fail(str(e))
     judge_fn = None
     if coder_policy is not None:
-        from kernelzero.judge import JudgeOptions
         from kernelzero.judge.pool import JudgePool
 
         judge_fn = JudgePool(JudgeOptions(device=device)).judge
@@ -127,9 +123,6 @@ def propose_command(
 def _update_pool(task_pool, summary, run_dir: Path) -> None:
     """Add the batch's valid tasks and their Coder record to the pool; redraw the frontier map. A task's name is its
     content's (`proposed_task_name`), and the validator rejected every copy of a pool task, so names never clash."""
-    from kernelzero.curriculum.frontier import api_rates, pair_rates
-    from kernelzero.curriculum.heatmap import frontier_heatmap, hardest_table
-
     task_pool.next_round()
     for p in summary.proposals:
         if p.valid:
@@ -146,9 +139,6 @@ def _update_pool(task_pool, summary, run_dir: Path) -> None:
 
 
 def _validate_folder(folder: Path, validator, apis_from_name: bool) -> None:
-
-    from kernelzero.curriculum.proposals import reasons_table
-    from kernelzero.curriculum.validate import validate_folder
 
     if not folder.is_dir():
         fail(f"--validate {folder} is not a folder")
