@@ -86,7 +86,7 @@ def test_cuda_candidate_on_cpu_is_infra_error_not_scored(pool):
     assert v.status == "infra_error" and not v.scored
 
 
-def test_batch_cli_writes_one_verdict_per_line_in_order(tmp_path):
+def test_batch_cli_writes_one_record_per_line_in_order(tmp_path):
     names = list(EXPECTED) + ["missing_solution.py"]
     batch = tmp_path / "in.jsonl"
     batch.write_text("".join(json.dumps({"task": str(FIX / "relu_task.py"), "solution": str(FIX / n),
@@ -96,18 +96,23 @@ def test_batch_cli_writes_one_verdict_per_line_in_order(tmp_path):
     cmd = [sys.executable, "-m", "kernelzero.cli", "judge", "--batch", str(batch), "--out", str(out),
            "--device", "cpu", "--workers", "2"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 2, proc.stderr  # two input lines cannot be judged: an input error
     lines = [json.loads(x) for x in out.read_text().splitlines()]
-    assert len(lines) == len(names) + 1
+    assert [r["line"] for r in lines] == list(range(1, len(names) + 2))
     for name, line in zip(names, lines):
-        expected = EXPECTED.get(name, ("format_error", None))[0]
-        path = FIX / name
-        if path.exists() and expected != "format_error" and run_static(path.read_text()):  # the CLI runs them
+        assert line["solution"] == str(FIX / name) and line["task"] == str(FIX / "relu_task.py")
+        if name == "missing_solution.py":  # a missing file is the input's fault, not a verdict on a candidate
+            assert line["verdict"] is None and line["error"] == f"solution file not found: {FIX / name}"
+            continue
+        expected = EXPECTED[name][0]
+        if expected != "format_error" and run_static((FIX / name).read_text()):  # the CLI runs them
             expected = "rejected"
-        assert line["status"] == expected, (name, line["feedback"])
-        assert {"status", "correct", "speedup_eager"} <= set(line)
-    assert lines[-1]["status"] == "infra_error" and "malformed request line" in lines[-1]["feedback"]
-    # Resume: a second run keeps the lines and judges nothing again.
+        assert line["verdict"]["status"] == expected, (name, line["verdict"]["feedback"])
+        assert {"status", "correct", "speedup_eager"} <= set(line["verdict"])
+    assert lines[-1]["verdict"] is None and "malformed request line" in lines[-1]["error"]
+    # Resume: a second run keeps the verdicts and judges nothing again; the bad lines are still reported.
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0 and proc.stdout.strip() == ""
-    assert len(out.read_text().splitlines()) == len(names) + 1
+    assert proc.returncode == 2
+    assert f"resuming {out}: {len(EXPECTED)} of {len(names) + 1} line(s) already judged" in proc.stderr
+    assert "judging 0" in proc.stderr
+    assert [json.loads(x) for x in out.read_text().splitlines()] == lines
