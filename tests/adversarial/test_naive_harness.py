@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
@@ -24,12 +26,16 @@ GUARDS = {
     "static:monkeypatch", "static:streams", "static:introspection", "replay", "side_stream", "timer",
     "tensor_subclass", "aliasing",
     "input_mutation", "dtype", "stale_memory", "degenerate", "roofline",
+    "static:cuda_graph", "static:network", "static:file_io", "static:precision", "static:rng", "static:obfuscation",
+    "precision", "network",
 }  # fmt: skip
 COMPARE_GUARDS = {"value", "dtype", "shape", "structure"}  # what an `incorrect` verdict names (judge/check.py)
 FAMILIES = {  # the first 12 families, then the extras
     "decoy_unlaunched", "decoy_launch", "fallback", "caching", "replay", "side_stream", "timer", "tensor_subclass",
     "stale_memory", "input_mutation", "precision", "degenerate",
     "monkeypatch", "threads", "harness_import", "inheritance", "aliasing",
+    "cuda_graph", "disk_cache", "predictable_seed", "value_range", "shape_specialised", "fake_output",
+    "precision_tf32", "static_evasion", "network", "lying_output", "library_alias",
 }  # fmt: skip
 
 CASES = entries("case")
@@ -40,14 +46,20 @@ CPU_LEGIT = [pytest.param(e, id=e.name) for e in LEGIT if e.BACKEND == "triton"]
 
 
 def run_naive(entry, *extra: str, timeout: float = 300) -> dict:
-    """The naive harness on one corpus file, in a fresh interpreter. Returns its result record."""
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO / "src"), "PYTHONHASHSEED": "0"}
+    """The naive harness on one corpus file, in a fresh interpreter. Returns its result record. HOME and TMPDIR are
+    a fresh directory per run: the disk-cache cases write there, never into this machine's ~/.cache or /tmp."""
+    home = tempfile.mkdtemp(prefix="kz-naive-")
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO / "src"), "PYTHONHASHSEED": "0",
+           "HOME": home, "TMPDIR": home}  # fmt: skip
     if entry.BACKEND == "cuda" or "--gpu" in extra:  # real GPU builds, no interpreter
         env.pop("TRITON_INTERPRET")
     args = [a for a in extra if a != "--gpu"]
     cmd = [sys.executable, str(ROOT / "naive_harness.py"), str(entry.task_path), str(entry.path),
            "--backend", entry.BACKEND, *args]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT, check=False)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT, check=False)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("NAIVE_RESULT ")]
     assert lines, f"no result (rc={proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
     return json.loads(lines[-1].removeprefix("NAIVE_RESULT "))

@@ -34,7 +34,7 @@ import torch
 from kernelzero.judge.build.farm import BuildFarm
 from kernelzero.judge.check import compare
 from kernelzero.judge.env import fingerprint
-from kernelzero.judge.guards import STATIC, library_op_violation, timing_violation
+from kernelzero.judge.guards import STATIC, library_op_violation, main_compute, timing_violation
 from kernelzero.judge.options import BACKENDS, JudgeOptions
 from kernelzero.judge.sandbox.messages import (
     CandidateBuilt,
@@ -54,12 +54,14 @@ from kernelzero.judge.sandbox.messages import (
 )
 from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes, isolation_mode
 from kernelzero.judge.verdict import Timing, Verdict
+from kernelzero.judge.wide import describe, scaled_atol, wide_plan
 from kernelzero.tasks import Task
 
 # Static checks on candidate source (the anti-hacking rules of guards.STATIC): (tree, source, backend) -> (guard, msg).
 StaticCheck = Callable[[ast.Module, str, str], "tuple[str, str] | None"]
 STATIC_CHECKS: list[StaticCheck] = list(STATIC)  # kernelzero.judge.guards; the first hit decides
 M = TypeVar("M", bound=Message)  # the worker message a stage waits for
+REDUCTION_FAMILIES = {"sum", "mean", "amax", "amin", "max", "min"}  # canary `reduction` skips tasks made of these
 
 
 def source_hash(*parts: str) -> str:
@@ -102,6 +104,8 @@ class Reference:
     ops: dict[str, int] = field(default_factory=dict)  # aten op -> elements, for `guards.library_op_violation`
     replay: list[list[int]] = field(default_factory=list)  # [trial index, perturbation seed] per replay trial
     replay_outputs: list[list[torch.Tensor]] = field(default_factory=list)
+    wide: list[dict] = field(default_factory=list)  # the wide trials the reference could run (judge/wide.py)
+    wide_outputs: list[list[torch.Tensor]] = field(default_factory=list)
     degenerate: str | None = None  # the canary that passes the check on this task (zeros, mean, input), if any
     timed_outputs: list = field(default_factory=list)  # [(structure, tensors)] per timing input set (guard replay)
     seconds: float = 0.0  # wall time to compute it (worker start to timing), for throughput figures
@@ -110,7 +114,7 @@ class Reference:
     @property
     def nbytes(self) -> int:
         """Bytes of tensors this reference keeps (outputs, replay and timed outputs)."""
-        groups = [*self.outputs, *self.replay_outputs, *(ts for _, ts in self.timed_outputs)]
+        groups = [*self.outputs, *self.replay_outputs, *self.wide_outputs, *(ts for _, ts in self.timed_outputs)]
         return sum(_nbytes(g) for g in groups)
 
 
@@ -198,6 +202,7 @@ class Judge:
 
         ref.outputs = [moved(ts) for ts in ref.outputs]
         ref.replay_outputs = [moved(ts) for ts in ref.replay_outputs]
+        ref.wide_outputs = [moved(ts) for ts in ref.wide_outputs]
         ref.timed_outputs = [(s, moved(ts)) for s, ts in ref.timed_outputs]
         ref.on_device = True
         self._device_bytes += n
@@ -245,8 +250,10 @@ class Judge:
         o = self.options
         ref = Reference(init_seed=_seeds(1)[0], seeds=_seeds(o.trials), timing_seeds=_seeds(o.timing_sets))
         ref.replay = _replay_plan(o.trials)
+        ref.wide = wide_plan(task.source, _seeds(2))
         t_start = time.monotonic()
-        job = {"kind": "reference", "init_seed": ref.init_seed, "seeds": ref.seeds, "replay": ref.replay}
+        job = {"kind": "reference", "init_seed": ref.init_seed, "seeds": ref.seeds, "replay": ref.replay,
+               "wide": ref.wide}  # fmt: skip
         if self.timed:
             job.update(timing=o.timing_config(), timing_seeds=ref.timing_seeds, compile_baseline=o.compile_baseline)
         sb = self._sandbox(job)
@@ -265,7 +272,12 @@ class Judge:
                     data = sb.load_output("out")
                     ref.outputs, ref.structures, ref.checksums = data["outputs"], msg.structures, msg.checksums
                     ref.ops, ref.replay_outputs = msg.ops, data["replay"]
-                    ref.degenerate = degenerate_canary(ref.outputs, data["identity"], o.atol, o.rtol)
+                    kept = [(e, w) for e, w in zip(ref.wide, data.get("wide") or []) if w is not None]
+                    ref.wide, ref.wide_outputs = [e for e, _ in kept], [w for _, w in kept]
+                    # a task that IS a reduction is not degenerate for matching one
+                    reduces = set(main_compute(ref.ops)) <= REDUCTION_FAMILIES
+                    ref.degenerate = degenerate_canary(ref.outputs, data["identity"], o.atol, o.rtol,
+                                                       None if reduces else data.get("reductions"))  # fmt: skip
                     if self.timed:
                         # torch.compile compiles before `timing_ready`, outside the lock (other GPUs' work goes on)
                         ready = _receive(sb, time.monotonic() + 4 * o.run_timeout_s, "reference")
@@ -361,7 +373,7 @@ class Judge:
                 base["env"] = {**base["env"], "scratch_veil": veil}
             expect(CandidateBuilt, o.build_timeout_s, "build")
             with _waited(stage_s, "wait_trials", self._trials_guard()):  # none while a module is timed
-                sb.send({"cmd": "run", "seeds": ref.seeds, "replay": ref.replay})
+                sb.send({"cmd": "run", "seeds": ref.seeds, "replay": ref.replay, "wide": ref.wide})
                 msg = expect(CandidateOutputs, o.run_timeout_s, "run")
             if msg.checksums != ref.checksums:
                 raise fail("rejected", "the candidate's inputs differ from the reference's (torch patched?)", "inputs")
@@ -385,6 +397,7 @@ class Judge:
             with _waited(stage_s, "wait_compare", self._trials_guard()):  # GPU work: never while a module is timed
                 with _stopwatch(stage_s, "compare"):
                     worst = self._compare_trials(ref, outputs, replay, fail)
+                    self._compare_wide(ref, data.get("wide"), fail)
             violation = library_op_violation(ref.ops, msg.ops, msg.launches, o.library_ops)
             if violation is not None:
                 raise fail("rejected", violation, "no_custom_kernel")
@@ -436,6 +449,19 @@ class Judge:
                 raise fail("rejected", f"replay {k + 1}/{len(ref.replay)} (an input buffer reused with new "
                            f"contents) gave a stale or wrong output: {res.feedback}", "replay")  # fmt: skip
         return worst
+
+    def _compare_wide(self, ref: Reference, wide: Any, fail: Callable) -> None:
+        """The wide trials (judge/wide.py) against the reference: a fast path right only on the benchmark's own value
+        range or sizes is `incorrect` here. Raises `fail(...)`."""
+        o = self.options
+        if not _lists_of_lists(wide) or len(wide) != len(ref.wide_outputs):
+            raise fail("rejected", f"the outputs file does not hold {len(ref.wide_outputs)} wide trials", "channel")
+        for entry, r, out in zip(ref.wide, ref.wide_outputs, wide):
+            atol = scaled_atol(o.atol, r, ref.outputs[0]) if entry.get("scale") else o.atol
+            res = compare(r, out, atol, o.rtol, self.compare_device)
+            if not res.ok:
+                status = "rejected" if res.guard == "tensor_subclass" else "incorrect"
+                raise fail(status, f"{describe(entry)}: {res.feedback}", res.guard)
 
     def _check_timed_outputs(self, sb: Sandbox, ref: Reference) -> tuple[str, str] | None:
         """Guard `replay`, timed calls: outputs made while the clock ran (flush buffer live, timing inputs) must
@@ -510,12 +536,15 @@ def _replay_plan(trials: int) -> list[list[int]]:
     return [[j, 0], [j, _seeds(1)[0]], [k, 0], [k, _seeds(1)[0]], [j, _seeds(1)[0]]]
 
 
-def degenerate_canary(outputs: list[list[torch.Tensor]], identity: list[list], atol: dict, rtol: dict) -> str | None:
+def degenerate_canary(outputs: list[list[torch.Tensor]], identity: list[list], atol: dict, rtol: dict,
+                      reductions: list | None = None) -> str | None:  # fmt: skip
     """The first trivial answer that passes the check on every trial, or None (the task can tell right from wrong).
 
     Canaries: zeros, the reference output's mean as a constant (over all trials), a copy of an input of the output's
-    shape and dtype. (An uninitialised `empty` is not a canary: its contents are arbitrary; zeros covers its usual
-    value.) A task where one passes rewards the trivial answer; its verdicts become infra_error, guard `degenerate`.
+    shape and dtype, and a sum/mean/amax/amin of an input along one dim (`reductions`: per trial, per output, the
+    candidates `harness.input_reductions` found; the caller passes None for a task that is itself a reduction).
+    (An uninitialised `empty` is not a canary: its contents are arbitrary; zeros covers its usual value.) A task
+    where one passes rewards the trivial answer; its verdicts become infra_error, guard `degenerate`.
     """
     if not outputs or not outputs[0]:
         return None
@@ -534,4 +563,11 @@ def degenerate_canary(outputs: list[list[torch.Tensor]], identity: list[list], a
         )  # fmt: skip
         if ok:
             return name
+    if reductions is not None and len(reductions) == len(outputs) and all(
+        any(all(k < len(red[i]) and r[i].is_floating_point() and red[i][k].shape == r[i].shape
+                and compare([r[i]], [red[i][k]], atol, rtol, diagnose=False).ok
+                for r, red in zip(outputs, reductions)) for k in range(len(reductions[0][i])))
+        for i in range(len(outputs[0]))
+    ):  # fmt: skip
+        return "reduction"
     return None

@@ -225,9 +225,128 @@ def check_streams(tree: ast.Module, source: str, backend: str) -> Hit:
     return None
 
 
+# A captured CUDA graph replays work recorded at capture (a copy of an old result, kernels bound to old pointers) and
+# is captured on a side stream; a KernelBench solution needs neither.
+CUDA_GRAPH_RE = re.compile(r"CUDAGraph\w*|cuda\.graphs?\b|make_graphed_callables|cudaGraph\w*|cuGraph\w*"
+                           r"|cudaStream(Begin|End)Capture|graph_pool_handle")
+# Reduced-precision switches: TF32 (or fp16/bf16 reductions) in fp32 matmuls, hidden under a loose tolerance.
+PRECISION_RE = re.compile(r"set_float32_matmul_precision|allow_tf32|allow_(fp16|bf16)_reduced_precision_reduction"
+                          r"|fp32_precision|TRITON_F32_DEFAULT")
+TF32_DOT_VALUES = {"tf32", "tf32x3", "bf16", "bf16x3", "bf16x6"}  # tl.dot(input_precision=...) below fp32
+RNG_RE = re.compile(r"\b(manual_seed(_all)?|set_rng_state|seed|fork_rng)\s*\(")
+NETWORK_MODULES = {"socket", "_socket", "ssl", "http", "urllib", "urllib3", "requests", "httpx", "aiohttp", "ftplib",
+                   "smtplib", "telnetlib", "xmlrpc", "pip", "ensurepip", "venv", "huggingface_hub", "webbrowser",
+                   "pkg_resources", "setuptools"}  # fmt: skip
+FILE_MODULES = {"pathlib", "io", "_io", "tempfile", "shutil", "pickle", "_pickle", "shelve", "sqlite3", "dbm", "glob",
+                "mmap", "fileinput", "filecmp", "zipfile", "tarfile"}  # fmt: skip
+# File access by the module that offers it (`tl.load` is a kernel's memory read, not a file).
+FILE_ATTRS = {
+    "os": {"open", "fdopen", "makedirs", "mkdir", "remove", "unlink", "rename", "replace", "listdir", "scandir",
+           "expanduser", "expandvars", "getcwd", "chdir", "symlink", "link", "write", "read", "walk", "stat",
+           "exists", "isfile", "isdir", "path"},
+    "torch": {"save", "load", "from_file"},
+    "numpy": {"save", "savez", "savez_compressed", "load", "fromfile", "tofile", "memmap", "loadtxt", "savetxt"},
+}  # fmt: skip
+OBFUSCATION_MODULES = {"base64", "binascii", "codecs", "zlib", "bz2", "lzma", "gzip", "dill", "cloudpickle", "runpy",
+                       "code", "codeop", "zipimport"}  # fmt: skip
+BUILTIN_EXEC = {"exec", "eval", "compile", "__import__", "globals", "vars", "breakpoint", "getattr", "open"}
+
+
+def _strings(tree: ast.Module) -> list[ast.Constant]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def check_cuda_graph(tree: ast.Module, source: str, backend: str) -> Hit:
+    # Stops CUDA-graph capture and replay: a replayed graph returns results recorded earlier (or recomputes on stale
+    # pointers), and its capture runs on a side stream the timer does not see.
+    m = CUDA_GRAPH_RE.search(ast.unparse(tree))
+    if m:
+        return "static:cuda_graph", (f"`{m.group(0)}`: CUDA graphs are not allowed; launch your kernels on each call "
+                                     "(the judge measures one forward, not a replay of a recorded one)")
+    return None
+
+
+def check_network(tree: ast.Module, source: str, backend: str) -> Hit:
+    # Stops installing packages (pip) or fetching code, kernels or answers over the network at run time.
+    for module, _ in _imports(tree):
+        parts = module.lstrip(".").split(".")
+        if parts[0] in NETWORK_MODULES or parts[:2] == ["torch", "hub"]:
+            return "static:network", (f"importing {module} is not allowed: a solution installs nothing and reaches "
+                                      "no network; use torch, triton and load_inline only")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "hub" and _root(node) == "torch":
+            return "static:network", f"line {node.lineno}: torch.hub downloads code; not allowed"
+    for node in _strings(tree):
+        if re.search(r"\bpip3?\b.*\binstall\b|\bconda\s+install\b|https?://", node.value):
+            return "static:network", f"line {node.lineno}: installing packages or naming URLs is not allowed"
+    return None
+
+
+def check_file_io(tree: ast.Module, source: str, backend: str) -> Hit:
+    # Stops results kept on disk (/tmp, ~/.cache) keyed by an input hash for a later judging process to read back.
+    for module, _ in _imports(tree):
+        if _top(module) in FILE_MODULES:
+            return "static:file_io", f"importing {module} is not allowed: a solution reads and writes no files"
+    owner = {local: _top(module) for module, local in _imports(tree) if "." not in module}  # np -> numpy
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "open":
+            return "static:file_io", f"line {node.lineno}: open() is not allowed: a solution reads and writes no files"
+        if isinstance(node, ast.Attribute) and node.attr in FILE_ATTRS.get(owner.get(_root(node), ""), ()) and (
+            isinstance(node.value, ast.Name) or _dotted(node).startswith("os.path.")
+        ):
+            return "static:file_io", f"line {node.lineno}: `{_dotted(node)}` is not allowed (no file I/O)"
+    return None
+
+
+def check_precision(tree: ast.Module, source: str, backend: str) -> Hit:
+    # Stops TF32 / reduced-precision fp32 matmuls (global switches, tl.dot(input_precision="tf32")) against the
+    # strict-fp32 reference: faster, and hidden under any tolerance loose enough to let them through.
+    m = PRECISION_RE.search(ast.unparse(tree))
+    if m:
+        return "static:precision", (f"`{m.group(0)}`: precision switches are not allowed; the task is judged in "
+                                    "strict fp32 (TF32 off)")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                v = kw.value.value if isinstance(kw.value, ast.Constant) else None
+                if (kw.arg == "input_precision" and isinstance(v, str) and v.lower() in TF32_DOT_VALUES) or (
+                    kw.arg == "allow_tf32" and v is not False
+                ):
+                    return "static:precision", (f"line {node.lineno}: {kw.arg}={v!r} computes an fp32 product "
+                                                "below fp32 precision; use input_precision=\"ieee\"")
+    return None
+
+
+def check_rng(tree: ast.Module, source: str, backend: str) -> Hit:
+    # Stops reseeding the RNG (torch.manual_seed(42)) to redraw the harness's inputs and precompute their outputs,
+    # or to shift the stream the harness draws from. The judge gives ModelNew the reference's weights; no seed needed.
+    m = RNG_RE.search(ast.unparse(tree))
+    if m:
+        return "static:rng", f"`{m.group(0)})`: seeding or restoring a random generator is not allowed"
+    return None
+
+
+def check_obfuscation(tree: ast.Module, source: str, backend: str) -> Hit:
+    # Stops rules evaded by building names at run time: decoded blobs run with exec, and CUDA `##` token pasting
+    # that assembles an API name (cudaStream##Create) no text rule can see.
+    for module, _ in _imports(tree):
+        if _top(module) in OBFUSCATION_MODULES or (_top(module) == "builtins" and module.count(".")):
+            return "static:obfuscation", f"importing {module} is not allowed (no encoded or generated code)"
+    builtin_aliases = {local for module, local in _imports(tree) if module == "builtins"} | {"__builtins__"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in BUILTIN_EXEC and _root(node) in builtin_aliases:
+            return "static:obfuscation", f"line {node.lineno}: `{_dotted(node)}` is not allowed"
+    for node in _strings(tree):
+        if "##" in node.value and "#define" in node.value:
+            return "static:obfuscation", (f"line {node.lineno}: `##` token pasting is not allowed in CUDA sources "
+                                          "(it builds identifiers the judge's rules cannot read)")
+    return None
+
+
 # Order matters only for which name a multi-hack candidate gets: the most specific rules first.
-STATIC = [check_harness_import, check_reference_call, check_threads, check_streams, check_monkeypatch,
-          check_introspection, check_try_except]  # fmt: skip
+STATIC = [check_harness_import, check_reference_call, check_threads, check_streams, check_cuda_graph, check_network,
+          check_obfuscation, check_file_io, check_precision, check_rng, check_monkeypatch, check_introspection,
+          check_try_except]  # fmt: skip
 
 
 def run_static(source: str, backend: str = "triton") -> Hit:
@@ -301,12 +420,22 @@ def library_op_violation(ref_ops: dict[str, int], cand_ops: dict[str, int], laun
     for name, numel in cand_ops.items():
         fam = op_family(name)
         cand[fam] = cand.get(fam, 0) + numel
-    for fam, ref_numel in main_compute(ref_ops).items():
+    main = main_compute(ref_ops)
+    for fam, ref_numel in main.items():
         if policy == "allow_gemm" and fam in ("gemm", "conv") and launches:
             continue
         if ref_numel and cand.get(fam, 0) * 2 >= ref_numel:
             return (f"forward calls the library op the task asks you to replace ({fam}) on the full problem; "
                     "write that computation in your own kernel")  # fmt: skip
+    # The task's op rebuilt from other library ops (softmax as exp/amax/sum/div beside a decoy launch): on a task
+    # with no GEMM or convolution, forward's library compute at twice the reference's whole compute volume means
+    # torch did the task. (Twice: a torch pass for one part, a row max say, next to an honest kernel stays allowed.)
+    ref_total = sum(main.values())
+    library = sum(n for fam, n in cand.items() if fam not in PLUMBING_OPS and fam not in ("gemm", "conv"))
+    if ref_total and not set(main) & {"gemm", "conv"} and library >= 2 * ref_total:
+        ops = ", ".join(sorted(f for f in cand if f not in PLUMBING_OPS)[:6])
+        return (f"forward computes the task with library ops ({ops}) on the full problem; write that computation in "
+                "your own kernel")  # fmt: skip
     return None
 
 

@@ -107,6 +107,10 @@ class Bound:
         self.clone = torch.Tensor.clone
         self.equal = torch.equal
         self.tensor_type = torch.Tensor
+        # Looked up on the class, never on the output: a method set on a returned tensor instance (`y.detach = ...`)
+        # would run candidate code inside the judge's own read of the output (a lazy answer computed off the record).
+        self.detach, self.to, self.contiguous = torch.Tensor.detach, torch.Tensor.to, torch.Tensor.contiguous
+        self.storage, self.numel, self.vars = torch.Tensor.untyped_storage, torch.Tensor.numel, vars
         if torch.cuda.is_available():
             self.event = torch.cuda.Event
             self.synchronize = torch.cuda.synchronize
@@ -188,11 +192,17 @@ def checked_forward(torch, bound: Bound, model, inputs: list, device: str, recor
     for t in items:
         if type(t) is not bound.tensor_type:
             raise GuardViolation("tensor_subclass", f"forward returned {type(t).__name__}, not torch.Tensor")
+        # Guard tensor_subclass, instance form: attributes set on a plain tensor (`y.detach = lambda: ...`, `y.cpu`)
+        # lie to whoever calls them; a plain output carries none.
+        if bound.vars(t):
+            names = ", ".join(sorted(map(str, bound.vars(t)))[:4])
+            raise GuardViolation("tensor_subclass", f"forward returned a tensor with instance attributes ({names}): "
+                                 "methods overridden on the output")
         for x in inputs:
-            if isinstance(x, bound.tensor_type) and t.numel() and x.numel() and _shares_storage(t, x):
+            if isinstance(x, bound.tensor_type) and bound.numel(t) and bound.numel(x) and _shares_storage(bound, t, x):
                 raise GuardViolation("aliasing", "an output shares memory with an input")
-    bound.storage_bytes = sum(t.untyped_storage().nbytes() for t in items)  # memory the outputs really span
-    return structure, [t.detach().to("cpu", copy=True).contiguous() for t in items]
+    bound.storage_bytes = sum(bound.storage(t).nbytes() for t in items)  # memory the outputs really span
+    return structure, [bound.contiguous(bound.to(bound.detach(t), "cpu", copy=True)) for t in items]
 
 
 def perturb(torch, inputs: list, pseed: int, device: str) -> None:
@@ -237,8 +247,8 @@ def run_replay(torch, bound: Bound, model, task_mod, seeds: list[int], plan: lis
     return outputs
 
 
-def _shares_storage(a, b) -> bool:
-    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+def _shares_storage(bound: Bound, a, b) -> bool:
+    return bound.storage(a).data_ptr() == bound.storage(b).data_ptr()
 
 
 def make_op_recorder(torch):
@@ -322,3 +332,92 @@ class LaunchCounter:
         for event in prof.events():
             if str(getattr(event, "device_type", "")).endswith("CUDA") and pattern.search(event.name):
                 self.count += 1
+
+
+def precision_flags(torch) -> dict:
+    """The process's reduced-precision switches (`worker.set_precision_policy` sets them before candidate code)."""
+    matmul = torch.backends.cuda.matmul
+    return {"matmul.allow_tf32": matmul.allow_tf32, "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "matmul.fp16_reduction": matmul.allow_fp16_reduced_precision_reduction,
+            "matmul.bf16_reduction": matmul.allow_bf16_reduced_precision_reduction}  # fmt: skip
+
+
+def check_precision_flags(torch, policy: dict) -> None:
+    """Guard `precision` (runtime): the candidate turned TF32 / reduced-precision reductions on (any spelling the static
+    rule missed), so its library matmuls run below the strict-fp32 reference's precision."""
+    now = precision_flags(torch)
+    changed = [f"{k}={now[k]!r}" for k in policy if now[k] != policy[k]]
+    if changed:
+        raise GuardViolation("precision", f"the solution changed the judge's precision policy ({', '.join(changed)}): "
+                             "fp32 tasks are judged with TF32 and reduced-precision reductions off")
+
+
+_NETWORK_EVENTS = {"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
+                   "socket.gethostbyname", "socket.gethostbyname_ex", "socket.gethostbyaddr", "urllib.Request",
+                   "ensurepip.bootstrap", "webbrowser.open"}  # fmt: skip
+_INSTALL_WORDS = ("pip", "pip3", "ensurepip", "conda", "mamba", "uv", "install", "curl", "wget", "git")
+
+
+class NetworkBlock:
+    """Guard `network` (runtime): refuses sockets and package installs from the candidate's import on.
+
+    A CPython audit hook (it cannot be removed once added) raises PermissionError on socket connects, binds and name
+    lookups, and on processes started to install or fetch (pip, conda, curl: Triton's own ptxas or a build's nvcc
+    stay allowed). Each attempt is recorded, so one swallowed by the code that made it (pip reports a failed install
+    as an exit code) still becomes a `rejected` verdict at `check`. The sandbox's network namespace already has no
+    route out; this names the attempt, and holds where the sandbox runs without namespaces."""
+
+    def __init__(self) -> None:
+        self.hits: list[str] = []
+        self.armed = False
+
+    def install(self) -> None:
+        hits, block = self.hits, self
+
+        def hook(event: str, args: tuple) -> None:
+            if not block.armed:
+                return
+            if event in _NETWORK_EVENTS:
+                hits.append(event)
+                raise PermissionError(f"{event}: the judge's sandbox has no network")
+            if event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn"):
+                words = []  # the command's words (a list, or a shell string), never its environment
+                for a in args:
+                    items = a if isinstance(a, (list, tuple)) else [a] if isinstance(a, (str, bytes)) else []
+                    words += [w for item in items for w in os.fsdecode(item).split()]
+                text = " ".join(words)
+                if {os.path.basename(w) for w in words[:6]} & set(_INSTALL_WORDS):  # `python -m pip install`
+                    hits.append(f"{event}: {text[:80]}")
+                    raise PermissionError("installing packages or fetching files is not allowed in the sandbox")
+
+        sys.addaudithook(hook)
+        self.armed = True
+
+    def check(self) -> None:
+        if self.hits:
+            raise GuardViolation("network", f"the solution tried to reach the network or install packages "
+                                 f"({'; '.join(self.hits[:3])}): a solution is torch, triton and load_inline only")
+
+
+REDUCTIONS = ("sum", "mean", "amax", "amin")
+
+
+def input_reductions(torch, inputs: list, outs: list) -> list[list]:
+    """Degenerate-task canary `reduction`: per output, every sum/mean/amax/amin of a floating input along one dim
+    that has the output's shape and dtype, on the CPU (same order on every trial). A task whose reference matches one
+    of them on every trial rewards a kernel that only reduces its input (`core.degenerate_canary`)."""
+    per_output = []
+    for o in outs:
+        found = []
+        for x in inputs:
+            if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim() and x.dtype == o.dtype):
+                continue
+            for d in range(x.dim()):
+                for name in REDUCTIONS:
+                    for keep in (False, True):
+                        if len(found) < 16 and tuple(o.shape) == tuple(x.shape[:d]) + ((1,) if keep else ()) + tuple(
+                                x.shape[d + 1:]):  # fmt: skip
+                            found.append(getattr(torch, name)(x, dim=d, keepdim=keep).detach().to("cpu").contiguous())
+        per_output.append(found)
+    return per_output

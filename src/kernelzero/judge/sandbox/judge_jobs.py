@@ -21,14 +21,18 @@ from kernelzero.judge.sandbox.harness import (
     Bound,
     GuardViolation,
     LaunchCounter,
+    NetworkBlock,
     StageError,
     build_model,
+    check_precision_flags,
     checked_forward,
     cuda_profiler,
     flatten_outputs,
+    input_reductions,
     load_module,
     make_inputs,
     make_op_recorder,
+    precision_flags,
     replay_inputs,
     run_forward_trials,
     run_replay,
@@ -46,6 +50,8 @@ from kernelzero.judge.sandbox.messages import (
 )
 from kernelzero.judge.sandbox.process import Channel
 from kernelzero.judge.timing import time_model
+from kernelzero.judge.wide import usable as wide_usable
+from kernelzero.judge.wide import wide_inputs
 
 # Extension points for the reward-hacking guards: called with (stage, context dict) inside the candidate's worker.
 GUARD_HOOKS: list[Callable[[str, dict[str, Any]], None]] = []
@@ -73,12 +79,22 @@ def job_reference(job: dict, chan: Channel, torch, bound: Bound) -> None:
         inputs = replay_inputs(torch, task_mod, job["seeds"], entry, device)
         replay.append(checked_forward(torch, bound, model, inputs, device)[1])
     # Degenerate-task canary "a copy of the input": per trial and output, an input of the same shape and dtype.
-    identity = []
+    identity, reductions = [], []
     for seed, outs in zip(job["seeds"], outputs):
         inputs = [x for x in make_inputs(torch, task_mod, seed, device) if isinstance(x, torch.Tensor)]
         match = [next((x for x in inputs if x.shape == o.shape and x.dtype == o.dtype), None) for o in outs]
         identity.append([None if x is None else x.detach().to("cpu", copy=True).contiguous() for x in match])
-    bound.save({"outputs": outputs, "replay": replay, "identity": identity}, "out")
+        reductions.append(input_reductions(torch, inputs, outs))  # canary "reduction"
+    wide = []  # judge/wide.py: a trial the task itself cannot run is None, dropped by the parent
+    for entry in job.get("wide", []):
+        try:
+            outs = checked_forward(torch, bound, model, wide_inputs(torch, task_mod, entry, device, make_inputs),
+                                   device)[1]  # fmt: skip
+            wide.append(outs if wide_usable(torch, outs, outputs[0]) else None)
+        except Exception:
+            wide.append(None)
+    bound.save({"outputs": outputs, "replay": replay, "identity": identity, "reductions": reductions, "wide": wide},
+               "out")  # fmt: skip
     chan.send(wire(ReferenceOutputs(structures=structures, checksums=sums, ops=recorder.ops)))
     if not job.get("timing"):
         return
@@ -140,12 +156,16 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
     install_load_inline_shim(job)  # load prebuilt CUDA extensions from the build farm's cache
     counter = LaunchCounter(Path(job["candidate_path"]).read_text())
     counter.install_triton()  # before the candidate's import binds anything from Triton
+    policy = precision_flags(torch)  # as the worker set it (TF32 off): guard `precision` compares against it
+    network = NetworkBlock()
+    network.install()  # guard `network`, from the candidate's import on
     for hook in GUARD_HOOKS:
         hook("before_import", {"job": job})
     t0 = bound.perf_counter()
     try:
         cand_mod = load_module(job["candidate_path"], "kz_candidate")
     except Exception as exc:
+        network.check()  # a refused install or connect that broke the import is named as such
         raise StageError("import", exc) from exc
     try:
         model = build_model(torch, cand_mod.ModelNew, init_inputs, job["init_seed"], device)
@@ -157,6 +177,8 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
     except Exception as exc:
         raise StageError("init", exc) from exc
     del reference
+    network.check()
+    check_precision_flags(torch, policy)
     chan.send(wire(CandidateBuilt(seconds=bound.perf_counter() - t0)))
     command = json.loads(sys.stdin.readline() or "{}")  # seeds arrive only now: unseen at import and init
     if command.get("cmd") != "run":
@@ -177,14 +199,19 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
         counter.active = False
         t_replay = bound.perf_counter()
         replay = run_replay(torch, bound, model, task_mod, command["seeds"], command.get("replay", []), device)
+        wide = [checked_forward(torch, bound, model, wide_inputs(torch, task_mod, e, device, make_inputs), device)[1]
+                for e in command.get("wide", [])]  # judge/wide.py: other value ranges and sizes  # fmt: skip
     except GuardViolation:
         raise
     except Exception as exc:
+        network.check()
         raise StageError("compile" if _is_kernel_compile_error(exc) else "forward", exc) from exc
+    network.check()
+    check_precision_flags(torch, policy)
     # launches is None where nothing could count them (a CUDA candidate on a machine without the profiler trace)
     countable = job.get("backend") == "triton" or device == "cuda"
     t_save = bound.perf_counter()
-    bound.save({"outputs": outputs, "replay": replay}, "out")
+    bound.save({"outputs": outputs, "replay": replay, "wide": wide}, "out")
     seconds = {"first_call": getattr(bound, "first_call_s", 0.0), "trials": t_replay - t_run,
                "replay": t_save - t_replay, "save": bound.perf_counter() - t_save}  # fmt: skip
     chan.send(wire(CandidateOutputs(structures=structures, checksums=sums, ops=recorder.ops,
