@@ -268,6 +268,23 @@ def test_8_interrupted_batch_says_how_to_resume_and_the_rerun_says_it_resumes(ca
     assert [a[1] for a in fake_pool.asked] == [other.read_text()]
 
 
+def test_8_interrupted_eval_says_how_to_resume_and_the_rerun_says_it_resumes(capsys, tmp_path, fake_pool):
+    out = tmp_path / "ev"
+    args = ("eval", "--tasks", EVAL_TASKS, "--solutions", EVAL_SOLUTIONS, "--out", out, "--device", "cpu",
+            "--no-plots")  # fmt: skip
+    fake_pool.interrupt_after = 1  # one verdict, then Ctrl-C (the task without a solution needs no judge)
+    code, _, err = run(capsys, *args)
+    assert code == 130
+    assert err.splitlines()[-1] == (f"kernelzero: interrupted; rerun the same command with --out {out} to resume "
+                                    "(recorded attempts are kept)")
+    fake_pool.interrupt_after = None
+    code, _, err = run(capsys, *args)
+    assert code == 0, err
+    assert f"resuming {out}: 2 of 3 attempt(s) already recorded (kept); judging the other 1" in err.splitlines()
+    code, _, err = run(capsys, *args)
+    assert code == 0 and f"{out}: all 3 attempt(s) are already recorded; rebuilding the report" in err.splitlines()
+
+
 def test_8_interrupt_anywhere_says_so(capsys, tmp_path, fake_pool):
     f = _files(tmp_path)
     fake_pool.interrupt_after = 0

@@ -97,7 +97,7 @@ def apis_mine_cmd(
 
 @apis_app.command("sample")
 def apis_sample_cmd(
-    n: int = typer.Option(4000, "--n", help="Number of API sets (half pairs, half triples)."),
+    n: int = typer.Option(4000, "--n", min=1, help="Number of API sets (half pairs, half triples)."),
     seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same sets."),
     exclude: list[str] = typer.Option(None, "--exclude", help="API never to draw (repeatable)."),
     counts: Path | None = typer.Option(None, "--counts", help="Counts from `apis mine` (default: packaged)."),

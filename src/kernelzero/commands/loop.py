@@ -28,7 +28,7 @@ from kernelzero.eval.export import eval_corpus_rows, eval_tasks_spec
 from kernelzero.eval.report import is_eval_dir, rebuild_report
 from kernelzero.loop import coevolve
 from kernelzero.loop.coevolve import CONFIG_FILE
-from kernelzero.loop.config import ConfigError, config_from_dict, load_config
+from kernelzero.loop.config import PRESETS, ConfigError, config_from_dict, load_config
 from kernelzero.loop.export import corpus_rows, load_pairs, write_corpus_rows
 from kernelzero.loop.report import write_report
 from kernelzero.loop.runlog import read_json
@@ -64,6 +64,8 @@ def train_command(
         fail("--resume RUN_DIR continues that run with its own config.json: drop --config/--preset/--out")
     if resume is not None and (rounds is not None or seed is not None or coder_model is not None):
         fail("--rounds/--seed/--coder-model cannot change a run being resumed")
+    if preset is not None:
+        check_choice("--preset", preset, PRESETS)
     check_file("--config", config)
     if coder_model is not None:
         check_dir("--coder-model", Path(coder_model), "local model folder")
