@@ -3,8 +3,10 @@
 Order (cheapest first; the first failure is the verdict):
   static, in this process, nothing executed:  parse -> missing_api -> contaminated -> duplicate (vs the pool)
   sandbox (`validate` worker job):            runtime_error / crashed / timeout / protocol -> too_large
+                                              -> too_slow (a forward stopped at `forward_limit_s`)
   on the saved outputs, in this process:      bad_output -> non_finite -> nondeterministic -> zero_output
-                                              -> below_tolerance -> constant_output -> input_independent -> too_slow
+                                              -> below_tolerance -> constant_output -> input_independent
+                                              -> missing_api (an API forward never ran: `unrun_apis`) -> too_slow
   batch (validate_many):                      duplicate (vs an earlier valid task of the same batch)
 The task's code never runs in the caller's process: the worker saves its outputs to a file and every decision on
 them is taken here. `Validator.validate_many` runs tasks concurrently (one worker process each).
@@ -31,7 +33,7 @@ from kernelzero.tasks import TaskFormatError, check_source, load_tasks
 # Every reason a task can be rejected, in check order, with what it means.
 REASONS: dict[str, str] = {
     "parse": "not Python, or does not define class Model (with forward), get_inputs and get_init_inputs",
-    "missing_api": "Model.__init__/forward do not use every API of the task's set",
+    "missing_api": "Model.__init__/forward do not use every API of the task's set, or forward never runs one",
     "contaminated": "near-copy of a KernelBench task",
     "duplicate": "near-duplicate of a task already in the pool",
     "runtime_error": "raised while importing, building Model, drawing inputs or in forward",
@@ -46,7 +48,7 @@ REASONS: dict[str, str] = {
     "below_tolerance": "every output value is within the correctness tolerance of 0 (returning zeros would pass)",
     "constant_output": "the output holds one value repeated",
     "input_independent": "the output does not change when the input does",
-    "too_slow": "one eager forward over the time budget",
+    "too_slow": "one eager forward over the time budget (or the forwards stopped once past it)",
 }
 
 
@@ -191,11 +193,13 @@ class Validator:
         seeds = [secrets.randbelow(2**31) for _ in range(3)]
         job = {"kind": "validate", "device": self.device, "init_seed": seeds[0], "input_seed": seeds[1],
                "other_seed": seeds[2], "max_input_elements": b.max_input_elements,
-               "max_param_elements": b.max_param_elements}  # fmt: skip
+               "max_param_elements": b.max_param_elements,
+               "forward_limit_s": forward_limit_s(b.max_forward_ms_cpu)}  # fmt: skip
         sb = Sandbox(job=job, device=self.device, memory_limit_gb=self.config.memory_limit_gb)
         (sb.scratch / "task.py").write_text(source)
         sb.job["task_path"] = str(sb.scratch / "task.py")
         sized: Sized | None = None  # the task's sizes, once the worker measured them
+        forwards_start: float | None = None  # when the worker began the three forwards (its real-size report)
 
         def result(reason: str | None, detail: str = "", **kw) -> ValidationResult:
             return ValidationResult(name, reason, detail, apis, input_elements=sized and sized.input_elements,
@@ -211,6 +215,10 @@ class Validator:
                     return result("crashed", f"worker exited (code {exit_.returncode}): {exit_.log_tail[-600:]}")
                 msg = parse(raw, "validate")  # the task's code holds the channel's key: its messages can be forged
                 if isinstance(msg, Failed):
+                    if msg.stage == "budget":  # the worker stopped a forward at `forward_limit_s`
+                        return result("too_slow", f"a forward was still running at its limit of "
+                                      f"{forward_limit_s(b.max_forward_ms_cpu):.1f} s (budget "
+                                      f"{b.max_forward_ms_cpu:.0f} ms); stopped")  # fmt: skip
                     return result("runtime_error", f"{msg.stage}: {msg.message[-1200:]}")
                 if isinstance(msg, Sized):
                     if sized is not None:  # a forged report before the real one
@@ -220,11 +228,19 @@ class Validator:
                         return result("too_large", f"{msg.input_elements:,} input and {msg.param_elements:,} "
                                       f"parameter elements; budget {b.max_input_elements:,} and "
                                       f"{b.max_param_elements:,}")  # fmt: skip
+                    if not msg.meta:  # the forwards start now. The worker stops each at forward_limit_s; this
+                        # backstop holds where its alarm cannot interrupt (one long call into C)
+                        forwards_start = time.monotonic()
+                        deadline = min(deadline, forwards_start + 4 * forward_limit_s(b.max_forward_ms_cpu) + 30)
                 elif isinstance(msg, ValidateOutputs):
                     if sized is None or sized.meta:  # the worker runs forwards only once real sizes are in budget
                         raise ProtocolError("an `outputs` message out of order", "before the task's sizes")
                     runs = _saved_runs(sb.load_output("out"), msg)
                     reason, detail = judge_outputs(runs, msg.non_tensor, self.config.atol, self.config.rtol)
+                    unrun = unrun_apis(apis, msg.ran) if reason is None else ()
+                    if unrun:  # built in __init__ (a LayerNorm), never called in forward: the task does not use it
+                        return result("missing_api", "never run by forward: " + ", ".join(unrun), missing=unrun,
+                                      forward_ms=msg.forward_ms)  # fmt: skip
                     ms = msg.forward_ms
                     if reason is None and ms > b.max_forward_ms_cpu:
                         reason, detail = "too_slow", f"forward took {ms:.0f} ms; budget {b.max_forward_ms_cpu:.0f} ms"
@@ -232,6 +248,10 @@ class Validator:
                 elif isinstance(msg, Done):
                     return result("crashed", "worker finished without reporting outputs")
         except TimeoutError:
+            if forwards_start is not None:  # stopped at the forward budget, not at the worker's wall-clock limit
+                spent = time.monotonic() - forwards_start
+                return result("too_slow", f"the forwards did not finish within {spent:.1f} s (budget "
+                              f"{b.max_forward_ms_cpu:.0f} ms per forward); stopped")  # fmt: skip
             return result("timeout", f"no result within {self.config.timeout_s:.0f} s")
         except ProtocolError as exc:
             return result("protocol", f"the worker sent {exc}")
@@ -240,6 +260,49 @@ class Validator:
         finally:
             sb.finish()
             sb.cleanup()
+
+
+def forward_limit_s(budget_ms: float) -> float:
+    """Wall seconds one validation forward may run before the worker stops it (a `too_slow` task): twice the
+    budget (call recording on the third forward, a loaded machine) plus 1 s; the first forward, which pays lazy
+    initialisation, gets twice that. A task whose forward sleeps 30 s is stopped after 10 s at the 2 s budget,
+    instead of after its three forwards (25-29 s)."""
+    return 2 * budget_ms / 1e3 + 1.0
+
+
+# Creation ops: an API of the set may legitimately run only in __init__ (weights drawn with torch.randn).
+FACTORIES = {"randn", "rand", "randint", "randperm", "normal", "zeros", "ones", "empty", "full", "arange", "linspace",
+             "logspace", "eye", "tensor", "as_tensor", "from_numpy", "zeros_like", "ones_like", "empty_like",
+             "full_like", "rand_like", "randn_like"}  # fmt: skip
+
+
+def run_name(api: str) -> str | None:
+    """The name an API runs under in forward, as torch functions or aten ops are named (`nn.LayerNorm` ->
+    `layer_norm`, `nn.BatchNorm2d` -> `batch_norm`, `F.gelu` / `torch.tanh` -> `gelu` / `tanh`), or None where no
+    such name exists in torch (containers, nn.MultiheadAttention's private path): those are not checked at run time."""
+    import re
+
+    import torch
+    import torch.nn.functional as F
+
+    name = (canonical(api) or api).split(".")[-1]
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z][a-z])", "_", name).lower()  # LayerNorm -> layer_norm, ReLU -> relu
+    for token in (name, name.lower(), snake, re.sub(r"\d+d$", "", snake)):  # batch_norm2d -> batch_norm
+        if token and token not in FACTORIES and (hasattr(F, token) or hasattr(torch, token)):
+            return token
+    return None
+
+
+def unrun_apis(apis: Sequence[str], ran: Sequence[str]) -> tuple[str, ...]:
+    """The APIs of the set whose run name (`run_name`) no torch function or aten op of forward contains: built in
+    __init__ or written in dead code, never executed. Pure: `ran` is what the worker's `call_recorder` saw."""
+    names = [r.lower() for r in ran]
+    out = []
+    for api in apis:
+        token = run_name(api)
+        if token is not None and not any(token in n for n in names):
+            out.append(api)
+    return tuple(out)
 
 
 def _saved_runs(data: object, msg: ValidateOutputs) -> list[list]:

@@ -204,6 +204,7 @@ class ValidateOutputs:
     structures: list[str]  # per forward
     non_tensor: list[Count]  # positions of the first forward's outputs that are not tensors
     forward_ms: Annotated[float, _non_negative]
+    ran: list[str] = field(default_factory=list)  # torch functions and aten ops the third forward ran (missing_api)
 
 
 Message = (
