@@ -18,6 +18,9 @@ Header constants of every file in cases/ and legit/:
                  a harness that casts the output to the reference dtype first: see naive_harness --cast-output)
   NAIVE_FAST     the naive harness's reported runtime is far below one honest launch (timer forgery, replay, lazy
                  outputs): the evidence that its timing, not only its check, was fooled; default False
+  TIMED_ON_CPU   the cheat lives in the timing stage (phase detection, batch-and-skip, timed lookups): the CPU run
+                 judges the file with the timing protocol on host clocks (JudgeOptions.timing_on_cpu), so the guards
+                 on timed calls decide its CPU verdict too; default False
   MIXED          legit only: torch ops next to custom kernels (a vendor GEMM plus a fused epilogue); default False
   CUDA_COMPILES  CUDA only: False when the CUDA source is broken ON PURPOSE (build-failure fallback); default True
 """
@@ -38,6 +41,7 @@ HEADER_DEFAULTS = {
     "FAMILY": None,
     "NAIVE": "kernelbench",
     "NAIVE_FAST": False,
+    "TIMED_ON_CPU": False,
     "MIXED": False,
     "CUDA_COMPILES": True,
 }

@@ -54,12 +54,29 @@ def mixed_pool():
 
 
 @pytest.fixture(scope="module")
-def cpu_verdicts(pool):
+def timed_pool():
+    """The timing protocol on host clocks, for TIMED_ON_CPU files (cheats in timed calls): few calls, no compile."""
+    opts = JudgeOptions(device="cpu", timing_on_cpu=True, compile_baseline=False, warmup=2, min_calls=12,
+                        max_calls=12, budget_s=0.01)  # fmt: skip
+    with JudgePool(opts, workers=2) as p:
+        yield p
+
+
+def _requests(paths: list[Path]) -> list:
+    return [(Task.from_file(HERE / "tasks" / f"{constants(p)['TASK']}.py"), p.read_text(), constants(p)["BACKEND"])
+            for p in paths]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cpu_verdicts(pool, request):
     """All CPU-runnable files judged at once (two workers in parallel), keyed by path."""
     paths = [p for p in FILES if not constants(p).get("NEEDS_GPU") and not constants(p).get("MIXED")]
-    reqs = [(Task.from_file(HERE / "tasks" / f"{constants(p)['TASK']}.py"), p.read_text(), constants(p)["BACKEND"])
-            for p in paths]  # fmt: skip
-    return dict(zip(paths, pool.judge_many(reqs)))
+    plain = [p for p in paths if not constants(p).get("TIMED_ON_CPU")]
+    timed = [p for p in paths if constants(p).get("TIMED_ON_CPU")]
+    out = dict(zip(plain, pool.judge_many(_requests(plain))))
+    if timed:
+        out.update(zip(timed, request.getfixturevalue("timed_pool").judge_many(_requests(timed))))
+    return out
 
 
 @pytest.mark.parametrize("path", [_param(p) for p in FILES])

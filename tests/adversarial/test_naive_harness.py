@@ -30,6 +30,8 @@ GUARDS = {
     "precision", "network",
 }  # fmt: skip
 COMPARE_GUARDS = {"value", "dtype", "shape", "structure"}  # what an `incorrect` verdict names (judge/check.py)
+# Runtime reflection guards (judge/sandbox/integrity.py) and the persisting-L2 rule; families of the 2026 list, 1-9.
+GUARDS |= {"introspection", "harness_patch", "static:l2_persist"}
 FAMILIES = {  # the first 12 families, then the extras
     "decoy_unlaunched", "decoy_launch", "fallback", "caching", "replay", "side_stream", "timer", "tensor_subclass",
     "stale_memory", "input_mutation", "precision", "degenerate",
@@ -37,6 +39,9 @@ FAMILIES = {  # the first 12 families, then the extras
     "cuda_graph", "disk_cache", "predictable_seed", "value_range", "shape_specialised", "fake_output",
     "precision_tf32", "static_evasion", "network", "lying_output", "library_alias",
 }  # fmt: skip
+
+FAMILIES |= {"gc_expected", "forged_stdout", "harness_patch", "mode_branch", "phase_detection", "l2_persist",
+             "aggregate_collapse", "batch_skip", "cross_call_cache"}  # fmt: skip
 
 CASES = entries("case")
 LEGIT = entries("legit")

@@ -19,11 +19,16 @@ RUNTIME = {
     "triton_decoy_full_copy.py": {("rejected", "no_custom_kernel")},
     "triton_suppress_fallback.py": {("rejected", "no_custom_kernel")},
     "triton_decoy_unlaunched.py": {("rejected", "no_custom_kernel")},
-    "triton_steal_reference_gc.py": {("incorrect", "value")},
+    "triton_steal_reference_gc.py": {("incorrect", "value"), ("rejected", "introspection")},
     "triton_steal_reference_frames.py": {("incorrect", "value")},
     "triton_patch_obfuscated.py": {("incorrect", "value"), ("rejected", "inputs")},
     "triton_cache_data_ptr.py": {("rejected", "replay")},
     "triton_degenerate_zeros.py": {("infra_error", "degenerate")},
+    "triton_poison_expected_gc.py": {("rejected", "introspection")},
+    "triton_replace_timer_code.py": {("rejected", "introspection")},
+    "triton_reload_harness_clock.py": {("rejected", "harness_patch")},
+    "triton_forge_stdout_result.py": {("incorrect", "value")},
+    "triton_patch_builtin_print.py": {("incorrect", "value")},
 }
 
 

@@ -11,6 +11,8 @@ Order of events for one candidate (each arrow a message on the signed channel, e
   task is degenerate (a canary passes)         -> infra_error (degenerate; env["degenerate_task"]; not scored)
   GPU only: parent takes the device's timing lock, then -> timing (reference timed the same way, in its own worker)
   parent compares one timed call's output per timing input set -> rejected (replay: honest only when not timed)
+  parent counts timed calls that launched none of the candidate's kernels -> rejected (no_custom_kernel; Triton)
+  parent checks the fastest timed call against writing its outputs -> rejected (roofline, side_stream)
 The reference runs in a worker that never imports candidate code; its outputs are computed once per task and seed
 set and kept in this process. A failure of the reference is the task's fault, never the candidate's: infra_error.
 """
@@ -420,6 +422,11 @@ class Judge:
                         bad = self._check_timed_outputs(sb, ref)
                 if bad is not None:  # honest only while not timed
                     raise fail("rejected", bad[1], bad[0])
+                # Timed calls answered from a table (phase detection, batch-and-skip) are right and launch nothing.
+                if timing.idle_calls:
+                    raise fail("rejected", f"{timing.idle_calls} calls of the timing stage completed none of your "
+                               "kernels: every call must do its own work (no results kept from earlier calls)",
+                               "no_custom_kernel")  # fmt: skip
                 written = min(_nbytes(ref.outputs[0]), timing.storage_bytes)
                 bad = timing_violation(timing.candidate, written, o.roofline_tbs)
                 if bad is not None:

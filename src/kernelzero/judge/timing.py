@@ -34,6 +34,38 @@ def summarize(times_ms: list[float]) -> dict:
     return {"median_ms": statistics.median(ordered), "iqr_ms": iqr, "min_ms": ordered[0], "n": len(ordered)}
 
 
+class PersistingL2:
+    """Undoes the persisting-L2 carveout before each flush: the persisting-cache limit back to 0 and every persisting
+    line demoted to normal (cudart's cudaDeviceSetLimit and cudaCtxResetPersistingL2Cache, through ctypes).
+
+    Guard against inputs kept in L2 across calls: a module that sets cudaLimitPersistingL2CacheSize and a stream
+    access-policy window with hitProp=persisting turns its inputs' cache lines into lines the flush cannot evict, and
+    reads them from L2 in every timed call (reported above the memory's peak bandwidth). With no carveout, nothing
+    persists.
+    The static rule `static:l2_persist` rejects the API by name; this holds for a spelled-out enum value. A no-op
+    where this process has no libcudart loaded (the rule and `roofline` remain).
+    """
+
+    LIMIT_PERSISTING_L2 = 0x06  # cudaLimitPersistingL2CacheSize
+
+    def __init__(self) -> None:
+        import ctypes
+
+        self.lib = None
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "libcudart.so" in line}
+        for path in sorted(paths):
+            self.lib = ctypes.CDLL(path)
+            self.lib.cudaDeviceSetLimit.argtypes = [ctypes.c_int, ctypes.c_size_t]
+            break
+
+    def __call__(self) -> None:
+        if self.lib is not None:  # error codes ignored: a GPU without the carveout has nothing to undo
+            self.lib.cudaDeviceSetLimit(self.LIMIT_PERSISTING_L2, 0)
+            self.lib.cudaCtxResetPersistingL2Cache()
+            self.lib.cudaGetLastError()  # clear ours: torch's next launch check reads cudart's last error
+
+
 def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingConfig, capture=None) -> dict:
     """Time `model(*inputs)` over rotated `input_sets`. Returns summaries of event and wall times (ms).
 
@@ -46,6 +78,7 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
     flush = None
     if cfg.flush_l2 and on_gpu:
         flush = torch.empty(cfg.l2_flush_bytes // 4, dtype=torch.float32, device="cuda")
+    unpin = PersistingL2() if flush is not None else None
     with torch.no_grad():
         for i in range(cfg.warmup):
             model(*input_sets[i % len(input_sets)])
@@ -68,6 +101,7 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         captured: dict[int, object] = {}
         for i in range(n):
             if flush is not None:
+                unpin()  # before the flush, every call: the module may pin its inputs again inside forward
                 flush.zero_()
             starts[i].record()
             out = model(*input_sets[i % k])

@@ -19,7 +19,8 @@ import triton.language as tl
 
 EXPECT_STATUS = "rejected"  # guards branch: was "incorrect", see EXPECT_ALSO
 EXPECT_GUARD = "static:introspection"
-EXPECT_ALSO = [("incorrect", "value"), ("rejected", "static:harness_import"), ("rejected", "stale_memory")]
+EXPECT_ALSO = [("incorrect", "value"), ("rejected", "introspection"), ("rejected", "static:harness_import"),
+               ("rejected", "stale_memory")]
 FAMILY = "stale_memory"
 TASK = "softmax_small"
 BACKEND = "triton"

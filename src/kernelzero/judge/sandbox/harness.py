@@ -242,7 +242,9 @@ def run_replay(torch, bound: Bound, model, task_mod, seeds: list[int], plan: lis
         fresh = replay_inputs(torch, task_mod, seeds, entry, device)
         for b, f in zip(buf, fresh):
             if isinstance(b, bound.tensor_type):
-                b.copy_(f)
+                # Through `.data`, which has its own version counter: `b._version` does not move, as when a kernel
+                # writes the buffer by pointer. A cache keyed on (data_ptr, _version) would otherwise always miss.
+                b.data.copy_(f)
         outputs.append(checked_forward(torch, bound, model, buf, device)[1])
     return outputs
 
@@ -299,6 +301,7 @@ class LaunchCounter:
         self.count = 0
         self.active = False
         self.cuda_names = set(re.findall(r"__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+(\w+)", source))
+        self.wrapped: list[tuple] = []  # (class, "run") pairs it replaced, for `integrity.HarnessSeal`
 
     def install_triton(self) -> None:
         try:
@@ -319,6 +322,7 @@ class LaunchCounter:
             return result
 
         cls.run = run
+        self.wrapped.append((cls, "run"))
 
     def count_cuda(self, prof) -> None:
         """Add the launches of the candidate's `__global__` kernels found in a finished torch.profiler trace.

@@ -38,6 +38,7 @@ from kernelzero.judge.sandbox.harness import (
     run_replay,
     short_tb,
 )
+from kernelzero.judge.sandbox.integrity import Integrity
 from kernelzero.judge.sandbox.messages import (
     CandidateBuilt,
     CandidateOutputs,
@@ -131,6 +132,24 @@ def time_and_keep(torch, bound: Bound, model, input_sets: list, cfg: dict) -> di
     return stats
 
 
+class LaunchTally:
+    """The candidate's model as the timing stage calls it, counting calls that completed none of its own kernels.
+
+    Guard `no_custom_kernel`, timed calls: a module that is honest while checked and answers timed calls from a table
+    (warm-up or phase detection, batch-and-skip, a cache keyed by data_ptr) returns right outputs, so no check of
+    values sees it; it launches nothing on those calls. Every timed call must do its work.
+    """
+
+    def __init__(self, model, counter: LaunchCounter):
+        self.model, self.counter, self.idle = model, counter, 0
+
+    def __call__(self, *args):
+        before = self.counter.count
+        out = self.model(*args)
+        self.idle += self.counter.count == before
+        return out
+
+
 def capture_output(torch, bound: Bound):
     """For `time_model`: one timed call's output, flattened and copied on the device (the module may reuse its
     buffers in later calls). A tensor subclass is kept as None, which the parent rejects."""
@@ -159,6 +178,7 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
     policy = precision_flags(torch)  # as the worker set it (TF32 off): guard `precision` compares against it
     network = NetworkBlock()
     network.install()  # guard `network`, from the candidate's import on
+    integrity = Integrity(job["candidate_path"], counter.wrapped)  # guards `introspection`, `harness_patch`
     for hook in GUARD_HOOKS:
         hook("before_import", {"job": job})
     t0 = bound.perf_counter()
@@ -166,6 +186,7 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
         cand_mod = load_module(job["candidate_path"], "kz_candidate")
     except Exception as exc:
         network.check()  # a refused install or connect that broke the import is named as such
+        integrity.check()
         raise StageError("import", exc) from exc
     try:
         model = build_model(torch, cand_mod.ModelNew, init_inputs, job["init_seed"], device)
@@ -175,9 +196,11 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
         shared = {k: v for k, v in ref_state.items() if k in own and own[k].shape == v.shape}
         model.load_state_dict(shared, strict=False)
     except Exception as exc:
+        integrity.check()
         raise StageError("init", exc) from exc
     del reference
     network.check()
+    integrity.check()
     check_precision_flags(torch, policy)
     chan.send(wire(CandidateBuilt(seconds=bound.perf_counter() - t0)))
     command = json.loads(sys.stdin.readline() or "{}")  # seeds arrive only now: unseen at import and init
@@ -205,8 +228,10 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
         raise
     except Exception as exc:
         network.check()
+        integrity.check()
         raise StageError("compile" if _is_kernel_compile_error(exc) else "forward", exc) from exc
     network.check()
+    integrity.check()  # before the outputs are sealed: the writer is one of the sealed functions
     check_precision_flags(torch, policy)
     # launches is None where nothing could count them (a CUDA candidate on a machine without the profiler trace)
     countable = job.get("backend") == "triton" or device == "cuda"
@@ -226,13 +251,22 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
     t0 = bound.perf_counter()
     input_sets = [make_inputs(torch, task_mod, s, device) for s in command["timing_seeds"]]
     t1 = bound.perf_counter()
+    integrity.check()
+    tally = LaunchTally(model, counter) if job.get("backend") == "triton" else None  # CUDA: the profiler would skew
     try:
-        stats = time_model(torch, bound, model, input_sets, job["timing"], capture=capture_output(torch, bound))
+        counter.active = True
+        stats = time_model(torch, bound, tally or model, input_sets, job["timing"],
+                           capture=capture_output(torch, bound))  # fmt: skip
     except Exception as exc:
+        integrity.check()
         raise StageError("timing", exc) from exc
+    finally:
+        counter.active = False
+    integrity.check()  # the clock and the summary that produced these figures were the judge's own
     captured = stats.pop("captured")
     seconds = {"timing_inputs": t1 - t0, "timing": bound.perf_counter() - t1}
-    chan.send(wire(CandidateTiming(candidate=stats, storage_bytes=getattr(bound, "storage_bytes", 0), seconds=seconds)))
+    chan.send(wire(CandidateTiming(candidate=stats, storage_bytes=getattr(bound, "storage_bytes", 0), seconds=seconds,
+                                   idle_calls=None if tally is None else tally.idle)))  # fmt: skip
     # Throughput: the timed outputs leave the GPU once the parent has let the GPU go, and only when it says so: never
     # while another module is timed (on the H200 the copy and the save were most of the GPU's time alone with each
     # candidate: `time` went from 0.36 s to 0.056 s when they left it).

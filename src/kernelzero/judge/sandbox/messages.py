@@ -149,6 +149,7 @@ class CandidateTiming:
     candidate: TimingStats
     storage_bytes: Count = 0  # bytes the outputs' storages span (the roofline guard's floor)
     seconds: Split = field(default_factory=dict)
+    idle_calls: Count | None = None  # timing-stage calls that completed none of its kernels (None: not counted)
 
 
 @dataclass(frozen=True)
