@@ -17,7 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
-from kernelzero.judge.sandbox.process import Sandbox, default_scratch_root
+from kernelzero.judge.sandbox.process import Sandbox, default_scratch_root, kill_workers
 
 ROOT = Path(__file__).parents[2]
 JUDGE_FIX = ROOT / "tests" / "fixtures" / "judge"
@@ -122,3 +122,20 @@ def test_8_a_worker_started_from_a_short_lived_thread_outlives_the_thread(tmp_pa
     finally:
         boxes[0].finish()
         boxes[0].cleanup()
+
+
+def test_8_ctrl_c_stops_the_workers_at_once():
+    # What `interruptible` calls on Ctrl-C: without it, a command waited for its judge threads' running jobs
+    # (about 20 s for a CPU batch, up to a job's timeout) after saying it was interrupted.
+    box = Sandbox(job={}, device="cpu")
+    box.spawn()
+    try:
+        assert box.alive()
+        assert kill_workers() >= 1
+        deadline = time.monotonic() + 30
+        while box.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not box.alive()
+    finally:
+        box.finish()
+        box.cleanup()

@@ -22,6 +22,7 @@ from typing import NoReturn
 import typer
 
 from kernelzero.generation import parse_model_spec
+from kernelzero.judge.sandbox.process import kill_workers
 
 TINY_NOTE = (
     "no --model given: using the tiny local model, randomly initialised (a smoke test of the machinery: it writes no "
@@ -86,13 +87,15 @@ def check_probability(flag: str, value: float) -> None:
 @contextmanager
 def interruptible(resume: str | Callable[[], str] | None = None) -> Iterator[None]:
     """Turn Ctrl-C into exit 130 with one line saying what to do next (`resume`: how to continue, if anything can
-    be continued; a callable is asked at that moment, so it can count what is done)."""
+    be continued; a callable is asked at that moment, so it can count what is done), and stop the sandbox workers
+    this process started."""
     try:
         yield
     except KeyboardInterrupt:
         hint = resume() if callable(resume) else resume
         interrupts.said = True
         typer.echo("\nkernelzero: interrupted" + (f"; {hint}" if hint else ""), err=True)
+        kill_workers()  # else the judge's threads (and so the exit) wait for their running jobs: tens of seconds
         raise typer.Exit(130) from None
 
 

@@ -30,6 +30,7 @@ every message through `messages.parse`, which checks its shape (a forged one is 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import hmac
@@ -45,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -217,13 +219,16 @@ class _Spawner:
         self.pid = os.getpid()  # a forked child of the judge gets its own spawner thread (threads do not fork)
         self.prefix = ["setpriv", "--pdeathsig", "KILL"] if _setpriv_pdeathsig() else []
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self.live: weakref.WeakSet[subprocess.Popen] = weakref.WeakSet()  # for `kill_workers`
         threading.Thread(target=self._serve, name="kz-spawner", daemon=True).start()
 
     def _serve(self) -> None:
         while True:
             done, cmd, kw = self._requests.get()
             try:
-                done.set_result(subprocess.Popen([*self.prefix, *cmd], **kw))
+                proc = subprocess.Popen([*self.prefix, *cmd], **kw)
+                self.live.add(proc)
+                done.set_result(proc)
             except BaseException as exc:  # handed to the caller, in its own thread
                 done.set_exception(exc)
 
@@ -231,6 +236,22 @@ class _Spawner:
         done: Future = Future()
         self._requests.put((done, cmd, kw))
         return done.result()
+
+
+def kill_workers() -> int:
+    """Kill every worker this process started that still runs, with its process group; returns how many. For a
+    command stopped with Ctrl-C: the judge's threads then see their workers gone and finish at once (their verdicts
+    are not used), instead of keeping the command alive for as long as their jobs would have run."""
+    spawner = _SPAWNER
+    if spawner is None or spawner.pid != os.getpid():
+        return 0
+    killed = 0
+    for proc in list(spawner.live):
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+                killed += 1
+    return killed
 
 
 def _setpriv_pdeathsig() -> bool:
