@@ -249,7 +249,7 @@ CUDA_GRAPH_RE = re.compile(r"CUDAGraph\w*|cuda\.graphs?\b|make_graphed_callables
 PRECISION_RE = re.compile(r"set_float32_matmul_precision|allow_tf32|allow_(fp16|bf16)_reduced_precision_reduction"
                           r"|fp32_precision|TRITON_F32_DEFAULT")
 TF32_DOT_VALUES = {"tf32", "tf32x3", "bf16", "bf16x3", "bf16x6"}  # tl.dot(input_precision=...) below fp32
-RNG_RE = re.compile(r"\b(manual_seed(_all)?|set_rng_state|seed|fork_rng)\s*\(")
+RNG_CALLS = {"manual_seed", "manual_seed_all", "set_rng_state", "seed", "fork_rng", "set_state"}
 NETWORK_MODULES = {"socket", "_socket", "ssl", "http", "urllib", "urllib3", "requests", "httpx", "aiohttp", "ftplib",
                    "smtplib", "telnetlib", "xmlrpc", "pip", "ensurepip", "venv", "huggingface_hub", "webbrowser",
                    "pkg_resources", "setuptools"}  # fmt: skip
@@ -336,9 +336,13 @@ def check_precision(tree: ast.Module, source: str, backend: str) -> Hit:
 def check_rng(tree: ast.Module, source: str, backend: str) -> Hit:
     # Stops reseeding the RNG (torch.manual_seed(42)) to redraw the harness's inputs and precompute their outputs,
     # or to shift the stream the harness draws from. The judge gives ModelNew the reference's weights; no seed needed.
-    m = RNG_RE.search(ast.unparse(tree))
-    if m:
-        return "static:rng", f"`{m.group(0)})`: seeding or restoring a random generator is not allowed"
+    for node in ast.walk(tree):  # calls only: prose about seeds in a docstring is not a reseed
+        if isinstance(node, ast.Call):
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+            if name in RNG_CALLS:
+                return "static:rng", (f"line {node.lineno}: `{name}()`: seeding or restoring a random generator "
+                                      "is not allowed")
     return None
 
 
