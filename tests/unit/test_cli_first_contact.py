@@ -259,8 +259,8 @@ def test_8_interrupted_batch_says_how_to_resume_and_the_rerun_says_it_resumes(ca
     fake_pool.interrupt_after = 1
     code, _, err = run(capsys, "judge", "--batch", batch, "--out", out)
     assert code == 130
-    assert err.splitlines()[-1] == (f"kernelzero: interrupted; 1 of 2 line(s) are in {out}; rerun the same command to "
-                                    "resume (judged lines are kept)")
+    assert err.splitlines()[-1] == (f"kernelzero: interrupted; 1 of 2 line(s) are judged in {out}; rerun the same "
+                                    "command to resume (judged lines are kept)")
     fake_pool.interrupt_after, fake_pool.asked[:] = None, []
     code, _, err = run(capsys, "judge", "--batch", batch, "--out", out)
     assert code == 0

@@ -10,7 +10,7 @@ import typer
 
 from kernelzero.commands.app import app
 from kernelzero.commands.ui import Progress, Stages, check_choice, check_file, fail, interruptible, say
-from kernelzero.judge.batch import INPUT_ERROR, BatchPlan, BatchRecord, describe, load_request, plan_batch, run_batch
+from kernelzero.judge.batch import BatchRecord, describe, load_request, plan_batch, run_batch
 from kernelzero.judge.options import BACKENDS, DEVICES, JudgeOptions
 from kernelzero.tasks import TaskFormatError
 
@@ -109,7 +109,7 @@ def _judge_batch(batch: Path, out: Path | None, options: JudgeOptions, workers: 
             f"backend (kept); judging {len(todo)}" + (f"; {len(bad)} input line(s) cannot be judged" if bad else ""))
     if plan.unkeyed:
         say(f"  {plan.unkeyed} verdict line(s) of {out} are in the older format, which named no input: judged again")
-    counts: Counter = Counter()
+    judged = [0]  # lines judged (and written) by this run
 
     def progress_line(record: BatchRecord, reused: bool) -> str:
         what = "kept" if reused else record.status
@@ -119,13 +119,12 @@ def _judge_batch(batch: Path, out: Path | None, options: JudgeOptions, workers: 
         return f"line {record.line}{paths}: {what}" + (f": {detail}" if detail else "")
 
     def resume_hint() -> str:
-        return (f"{len(plan.reused) + sum(counts.values())} of {n} line(s) are in {out}; rerun the same command to "
+        return (f"{len(plan.reused) + judged[0]} of {n} line(s) are judged in {out}; rerun the same command to "
                 "resume (judged lines are kept)")  # fmt: skip
 
     with Progress(n, f"judging {batch}", lines_on_terminal=bool(bad)) as bar:
         def on_record(record: BatchRecord, reused: bool) -> None:
-            if not reused:
-                counts[record.status] += 1
+            judged[0] += not reused and record.verdict is not None
             bar.advance(progress_line(record, reused))
 
         if todo:
@@ -151,6 +150,3 @@ def _judge_batch(batch: Path, out: Path | None, options: JudgeOptions, workers: 
     if result.get("infra_error"):
         fail(f"{result['infra_error']} line(s) got infra_error (not judged, see their feedback in {out}); rerun the "
              "same command to judge them again", code=1)  # fmt: skip
-
-
-__all__ = ["BatchPlan", "INPUT_ERROR", "judge_cmd"]
