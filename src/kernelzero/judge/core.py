@@ -417,14 +417,15 @@ class Judge:
                 # the timed outputs' copy off the GPU and their check: shared GPU work, so outside the timing lock
                 with _waited(stage_s, "wait_timed_check", self._trials_guard()):
                     sb.send({"cmd": "save_timed"})
-                    expect(TimedSaved, o.run_timeout_s, "timed_save")
+                    saved = expect(TimedSaved, o.run_timeout_s, "timed_save")
                     with _stopwatch(stage_s, "timed_check"):
                         bad = self._check_timed_outputs(sb, ref)
                 if bad is not None:  # honest only while not timed
                     raise fail("rejected", bad[1], bad[0])
                 # Timed calls answered from a table (phase detection, batch-and-skip) are right and launch nothing.
-                if timing.idle_calls:
-                    raise fail("rejected", f"{timing.idle_calls} calls of the timing stage completed none of your "
+                idle = (timing.idle_calls or 0) + (saved.idle_calls or 0)  # Triton: counted; CUDA: audited
+                if idle:
+                    raise fail("rejected", f"{idle} calls of the timing stage completed none of your "
                                "kernels: every call must do its own work (no results kept from earlier calls)",
                                "no_custom_kernel")  # fmt: skip
                 written = min(_nbytes(ref.outputs[0]), timing.storage_bytes)

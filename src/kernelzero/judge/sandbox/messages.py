@@ -158,6 +158,7 @@ class TimedSaved:
 
     event: ClassVar[str] = "timed_saved"
     seconds: Split = field(default_factory=dict)
+    idle_calls: Count | None = None  # CUDA: audit calls on the timing inputs that launched none of its kernels
 
 
 # ------------------------------------------------------------------------------------------------ build farm
