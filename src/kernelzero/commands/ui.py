@@ -69,8 +69,8 @@ def check_dir(flag: str, path: Path | None, what: str = "folder") -> None:
 
 def check_model(flag: str, spec: str | None) -> None:
     """A model spec that can be loaded at all: its form, and for local weights that the folder is there. Checked
-    before a judge pool or a run directory is set up, so a typo costs nothing (vllm: and openai: are checked by
-    their backends)."""
+    before a judge pool or a run directory is set up, so a typo costs nothing (an openai: endpoint is checked by
+    its backend, when it is first asked)."""
     try:
         kind, args = parse_model_spec(spec)
     except ValueError as exc:
