@@ -68,8 +68,8 @@ def test_sft_command_trains_on_the_builtin_pairs(tiny_model_dir, tmp_path):
 @pytest.mark.parametrize("args,message", [
     (["--backends", "metal"], "--backends 'metal'"),
     (["--pairs", "/nowhere"], "--pairs /nowhere: neither `builtin` nor an export folder"),
-    (["--model", "/nowhere"], "--model /nowhere: not a local model directory"),
-    (["--device", "tpu"], "--device 'tpu'"),
+    (["--model", "/nowhere"], "--model /nowhere: no such local model folder"),
+    (["--device", "tpu"], "--device must be one of auto, cpu, cuda, got 'tpu'"),
 ])  # fmt: skip
 def test_sft_command_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
     from typer.testing import CliRunner
