@@ -433,7 +433,7 @@ MISSING_FILE = [
     ("eval", "--compare", "/no/a", "/no/b"), ("report", "/no/such"), ("export", "/no/such", "--out", "OUT"),
     ("train", "--config", "/no/such.yaml"), ("train", "--resume", "/no/such"), ("train", "--coder-model", "/no/such"),
     ("sft", "--pairs", "/no/such"), ("sft", "--model", "/no/such"), ("serve", "--model", "/no/such"),
-    ("propose", "--apis", "/no/such.txt"), ("propose", "--validate", "/no/such"), ("propose", "--pool", "/no/such"),
+    ("propose", "--apis", "/no/such.txt"), ("propose", "--validate", "/no/such"),
     ("propose", "--model", "/no/such"), ("propose", "--coder", "/no/such"), ("apis", "mine", "--from", "/no/such"),
     ("apis", "sample", "--counts", "/no/such.json"), ("eval", "--tasks", "TASK", "--model", "/no/such"),
 ]

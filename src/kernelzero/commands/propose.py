@@ -63,7 +63,8 @@ def propose_command(
     if workers is not None and workers < 1:
         fail(f"--workers {workers}: expected at least 1")
     check_dir("--validate", validate)
-    check_dir("--pool", pool, "run directory")
+    if pool is not None and pool.exists() and not pool.is_dir():  # a missing one starts a new pool there
+        fail(f"--pool {pool}: not a folder")
     check_file("--apis", apis)
     if kernelbench is not None and not kernelbench.exists():
         fail(f"--kernelbench {kernelbench} does not exist")
