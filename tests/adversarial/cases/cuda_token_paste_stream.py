@@ -2,7 +2,7 @@
 stream API name assembled by the preprocessor (`KZ_CAT3(cudaStream, Create, WithFlags)`), so no text rule sees one.
 
 WHAT: `a##b` pastes tokens after the judge reads the source: the text holds `cudaStream` and `Create` apart, never
-`cudaStreamCreateWithFlags` or `cudaStreamNonBlocking`. The kernel then runs on a non-blocking side stream the
+the whole name of the stream-creating call or of its non-blocking flag. The kernel then runs on a non-blocking side stream the
 timer's events do not wait for.
 WHY A NAIVE HARNESS PASSES IT: torch.cuda.synchronize() after forward waits for every stream (exact values); the
 events on the default stream time nothing.
