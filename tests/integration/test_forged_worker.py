@@ -93,7 +93,7 @@ def _outputs_msg(ref, **over) -> dict:
 def test_the_honest_shape_passes(judge_and_ref, monkeypatch):
     """Control: the right outputs in the right shape are `ok`, so the rejections below come from the shapes."""
     _, _, ref = judge_and_ref
-    files = {"out": {"outputs": ref.outputs, "replay": ref.replay_outputs}}
+    files = {"out": {"outputs": ref.outputs, "replay": ref.replay_outputs, "wide": ref.wide_outputs}}
     v = _judge_forged(judge_and_ref, monkeypatch, _outputs_msg(ref), files)
     assert v.status == "ok", v.feedback
 
@@ -130,7 +130,7 @@ def test_outputs_the_worker_did_not_seal_are_rejected(judge_and_ref, monkeypatch
     """An unsealed memfd could still change after the judge checked it (candidate code running after the harness's
     write, tests/fixtures/judge/rewrite_outputs_signal.py): the judge reads none, even right outputs."""
     _, _, ref = judge_and_ref
-    files = {"out": {"outputs": ref.outputs, "replay": ref.replay_outputs}}
+    files = {"out": {"outputs": ref.outputs, "replay": ref.replay_outputs, "wide": ref.wide_outputs}}
     v = _judge_forged(judge_and_ref, monkeypatch, _outputs_msg(ref), files, sealed=False)
     assert (v.status, v.guard) == ("rejected", "channel"), v.feedback
     assert "did not seal its out outputs" in v.feedback
