@@ -111,7 +111,7 @@ def test_all_headers_are_built_and_announced_once_ready(tmp_path, monkeypatch):
         (out / bind.LIBRARY).write_text("")
 
     monkeypatch.setattr(build, "build_pch", slow)
-    monkeypatch.setattr(bind, "build_bridge", bridge)
+    monkeypatch.setattr(build, "build_bridge", bridge)  # the farm binds the name at import
     probed: list[bool] = []  # (these headers are empty files: the real probe is tested in test_bind.py)
     monkeypatch.setattr(BuildFarm, "probe_headers", lambda self: probed.append(self.pch_ready.is_set()))
     farm = BuildFarm(str(tmp_path), workers=1)
