@@ -33,7 +33,7 @@ _LEVEL_DIR = re.compile(r"level(\d+)")
 
 @dataclass(frozen=True)
 class Task:
-    """One KernelBench-format module: `Model`, `get_inputs`, `get_init_inputs` (DESIGN.md section 2)."""
+    """One KernelBench-format module: `Model`, `get_inputs`, `get_init_inputs`."""
 
     name: str
     source: str

@@ -51,7 +51,7 @@ def test_build_is_promoted_into_the_cache(farm, first):
 
 def test_build_workers_compile_with_the_judges_cxx(tmp_path, monkeypatch):
     """The farm's headers are precompiled with CXX, and GCC passes over a `.gch` another compiler binary made without
-    a word: the build workers must get CXX too (issue 5: on the H200, CXX=/opt/gcc/bin/g++ and PATH's c++, both GCC
+    a word: the build workers must get CXX too (on the H200, CXX=/opt/gcc/bin/g++ and PATH's c++, both GCC
     13.3, and every host compile parsed torch's headers again, 11.1 s instead of 3.8 s)."""
     wrapper = tmp_path / "bin" / "kz-c++"
     wrapper.parent.mkdir()

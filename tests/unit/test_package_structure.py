@@ -13,7 +13,7 @@ function: runs on first call) or `typing` (under `if TYPE_CHECKING:`: never runs
   or a library that imports them, at import time, themselves or through own modules they import at top level, the
   packages above them included): it keeps `kernelzero --help` fast. A function-local import of a light module only
   hides a dependency, and usually a cycle.
-- No module over 600 lines (STYLE.md: a file past 600 lines is two concepts).
+- No module over 600 lines (a file past 600 lines holds two concepts).
 """
 
 from __future__ import annotations

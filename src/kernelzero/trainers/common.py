@@ -82,7 +82,7 @@ def resolve_resume(output_dir: str | Path, resume: bool | str) -> str | None:
 
 
 def write_resolved_config(config: Any, output_dir: str | Path, name: str = "phase_config.json") -> Path:
-    """Write the phase config next to its outputs (DESIGN.md section 7: each run keeps its resolved config)."""
+    """Write the phase config next to its outputs (each run keeps its resolved config beside its outputs)."""
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / name

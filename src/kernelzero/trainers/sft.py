@@ -1,4 +1,4 @@
-"""The Coder's supervised cold start (DESIGN.md section 3): TRL's SFTTrainer on (task, solution) pairs.
+"""The Coder's supervised cold start: TRL's SFTTrainer on (task, solution) pairs.
 
 Each pair becomes a conversational prompt-completion row: the prompt is the same Coder prompt the GRPO phase uses,
 the completion is the solution formatted the way the Coder parser reads answers back, so SFT teaches exactly the
