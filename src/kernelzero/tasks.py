@@ -1,7 +1,7 @@
 """The Task record and loading of KernelBench-format task files and JSONL corpora (parsed, never executed).
 
-A task is one Python source defining `class Model` (with `forward`), `get_inputs()` and `get_init_inputs()`
-(DESIGN.md section 2). `load_tasks` accepts:
+A task is one Python source defining `class Model` (with `forward`), `get_inputs()` and `get_init_inputs()`,
+KernelBench's format. `load_tasks` accepts:
 
 - one `.py` file;
 - a folder of `.py` files (a folder named `levelN` sets `level=N`);
