@@ -57,6 +57,10 @@ class Verdict:
     `compare`, `time`, `timed_save`, `timed_check`; `wait_slot`, `wait_trials`, `wait_compare`, `wait_timing`,
     `wait_timed_check` (queued for a GPU slot or lock); `run.*`, `time.*` and `timed_save.*` the worker's own split
     (`run.first_call` holds Triton's JIT compile)."""
+    memory: dict[str, float] = field(default_factory=dict)
+    """Peak memory in GB, for capacity planning (never a reward): `gpu` and `host` of the candidate's worker (device
+    memory its allocator reserved; resident set plus the outputs it handed over), `ref_gpu` and `ref_host` of the
+    task's reference worker; and `admitted_gpu`, `admitted_host`, what the pool reserved for the candidate."""
     task: str = ""
     candidate_hash: str = ""
 
