@@ -34,9 +34,19 @@ from typing import Any, TypeVar
 import torch
 
 from kernelzero.judge.build.farm import BuildFarm
-from kernelzero.judge.check import compare
+from kernelzero.judge.check import compare, degenerate_canary  # noqa: F401 (degenerate_canary: re-exported)
 from kernelzero.judge.env import fingerprint
-from kernelzero.judge.guards import STATIC, library_op_violation, main_compute, timing_violation
+from kernelzero.judge.footprint import (
+    GB,
+    WORKER_GPU,
+    WORKER_HOST,
+    Footprint,
+    MemoryGate,
+    Plan,
+    choose_plan,
+    host_memory_bytes,
+)
+from kernelzero.judge.guards import STATIC, library_op_violation, timing_violation
 from kernelzero.judge.options import BACKENDS, JudgeOptions
 from kernelzero.judge.sandbox.messages import (
     CandidateBuilt,
@@ -48,13 +58,14 @@ from kernelzero.judge.sandbox.messages import (
     Message,
     ProtocolError,
     ReferenceOutputs,
+    ReferenceSized,
     ReferenceTiming,
     Started,
     TimedSaved,
     TimingReady,
     parse,
 )
-from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes, isolation_mode
+from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes, describe_exit, isolation_mode
 from kernelzero.judge.verdict import Timing, Verdict
 from kernelzero.judge.wide import describe, scaled_atol, wide_plan
 from kernelzero.tasks import Task
@@ -63,7 +74,6 @@ from kernelzero.tasks import Task
 StaticCheck = Callable[[ast.Module, str, str], "tuple[str, str] | None"]
 STATIC_CHECKS: list[StaticCheck] = list(STATIC)  # kernelzero.judge.guards; the first hit decides
 M = TypeVar("M", bound=Message)  # the worker message a stage waits for
-REDUCTION_FAMILIES = {"sum", "mean", "amax", "amin", "max", "min"}  # canary `reduction` skips tasks made of these
 
 
 def source_hash(*parts: str) -> str:
@@ -112,12 +122,20 @@ class Reference:
     timed_outputs: list = field(default_factory=list)  # [(structure, tensors)] per timing input set (guard replay)
     seconds: float = 0.0  # wall time to compute it (worker start to timing), for throughput figures
     on_device: bool = False  # its tensors live on the judge's compare GPU (`Judge._place`)
+    footprint: Footprint | None = None  # one forward's bytes (the meta device's measure, else the real outputs')
+    plan: Plan | None = None  # how many trials, replays, wide trials and timed sets its output size allows
+    need: dict[str, int] = field(default_factory=dict)  # what the reference's worker was admitted with
+    too_large: str | None = None  # why the task cannot be judged here at all (guard `too_large`)
+    out_of_memory: bool = False  # the reference ran out of device memory (retried alone once)
+    gpu_peak: int | None = None  # device bytes the reference's worker reserved at its peak
+    rss_peak: int | None = None
 
     @property
     def nbytes(self) -> int:
-        """Bytes of tensors this reference keeps (outputs, replay and timed outputs)."""
+        """Bytes of tensors this reference keeps (outputs, replay and timed outputs; a tensor shared counted once)."""
         groups = [*self.outputs, *self.replay_outputs, *self.wide_outputs, *(ts for _, ts in self.timed_outputs)]
-        return sum(_nbytes(g) for g in groups)
+        unique = {id(t): t for g in groups for t in g if isinstance(t, torch.Tensor)}
+        return _nbytes(list(unique.values()))
 
 
 def _nbytes(tensors: list) -> int:
@@ -146,6 +164,8 @@ class Judge:
         self.warm: WarmSandboxes | None = None
         # Where outputs are compared: this judge's GPU when it has one (pools set the device index per judge).
         self.compare_device: str | None = "cuda" if self.device == "cuda" else None
+        self._gate: MemoryGate | None = None  # admission by memory (`gate`); a pool sets one shared by its judges
+        self.gpu_key = "gpu"  # this judge's GPU in the gate
 
     @property
     def timed(self) -> bool:
@@ -165,6 +185,8 @@ class Judge:
         # the CPU farm builds while the reference runs (a cold task's reference takes 10-20 s on a GPU)
         build = self.farm.submit(source) if self.farm is not None else None
         ref = self.reference(task)
+        if ref.too_large is not None:
+            return Verdict.fail("infra_error", f"too large to judge here: {ref.too_large}", guard="too_large", **base)
         if ref.error is not None:
             return Verdict.fail("infra_error", f"the reference Model failed: {ref.error}", guard="reference", **base)
         try:
@@ -184,6 +206,10 @@ class Judge:
                     self._refs.move_to_end(key)
                     return ref
             ref = self._run_reference(task)
+            if ref.out_of_memory:  # beside other workers, maybe: once more with the GPU to itself
+                ref = self._run_reference(task, alone=True)
+                if ref.out_of_memory:
+                    ref.too_large = f"the reference ran out of GPU memory with the GPU to itself: {ref.error[-300:]}"
             with self._lock:
                 self._place(ref)
                 self._refs[key] = ref
@@ -248,19 +274,21 @@ class Judge:
             job=job, device=self.device, memory_limit_gb=self.options.memory_limit_gb, extra_env=dict(self.sandbox_env)
         )
 
-    def _run_reference(self, task: Task) -> Reference:
+    def _run_reference(self, task: Task, alone: bool = False) -> Reference:
+        """Run the task's reference in its own worker: its footprint first (the `meta` device), then, once its memory
+        is admitted (`alone`: the whole GPU), the plan's trials. A task that cannot fit is `too_large` at once."""
         o = self.options
         ref = Reference(init_seed=_seeds(1)[0], seeds=_seeds(o.trials), timing_seeds=_seeds(o.timing_sets))
         ref.replay = _replay_plan(o.trials)
         ref.wide = wide_plan(task.source, _seeds(2))
         t_start = time.monotonic()
-        job = {"kind": "reference", "init_seed": ref.init_seed, "seeds": ref.seeds, "replay": ref.replay,
-               "wide": ref.wide}  # fmt: skip
+        job = {"kind": "reference", "init_seed": ref.init_seed, "atol": o.atol, "rtol": o.rtol}
         if self.timed:
-            job.update(timing=o.timing_config(), timing_seeds=ref.timing_seeds, compile_baseline=o.compile_baseline)
+            job.update(timing=o.timing_config(), compile_baseline=o.compile_baseline)
         sb = self._sandbox(job)
         (sb.scratch / "task.py").write_text(task.source)
         sb.job["task_path"] = str(sb.scratch / "task.py")
+        admitted = contextlib.ExitStack()
         try:
             sb.start()
             deadline = time.monotonic() + o.build_timeout_s + o.run_timeout_s
@@ -268,18 +296,23 @@ class Judge:
                 msg = _receive(sb, deadline, "reference")  # task code runs there: a malformed message is its fault
                 if msg is None:
                     exit_ = sb.finish()
-                    ref.error = f"reference worker exited (code {exit_.returncode}): {exit_.log_tail[-800:]}"
+                    ref.error = f"reference worker {describe_exit(exit_.returncode)}: {exit_.log_tail[-800:]}"
                     break
-                if isinstance(msg, ReferenceOutputs):
-                    data = sb.load_output("out")
-                    ref.outputs, ref.structures, ref.checksums = data["outputs"], msg.structures, msg.checksums
-                    ref.ops, ref.replay_outputs = msg.ops, data["replay"]
-                    kept = [(e, w) for e, w in zip(ref.wide, data.get("wide") or []) if w is not None]
-                    ref.wide, ref.wide_outputs = [e for e, _ in kept], [w for _, w in kept]
-                    # a task that IS a reduction is not degenerate for matching one
-                    reduces = set(main_compute(ref.ops)) <= REDUCTION_FAMILIES
-                    ref.degenerate = degenerate_canary(ref.outputs, data["identity"], o.atol, o.rtol,
-                                                       None if reduces else data.get("reductions"))  # fmt: skip
+                if isinstance(msg, ReferenceSized):
+                    ref.footprint = Footprint(**msg.footprint) if msg.footprint is not None else None
+                    ref.too_large = self._too_large(ref.footprint)
+                    if ref.too_large is not None:
+                        ref.error = ref.too_large
+                        break
+                    self._plan(ref)
+                    ref.need = self._needs(ref.footprint, ref.plan, alone)
+                    admitted.enter_context(self.gate().hold(ref.need))
+                    sb.send({"cmd": "run", "seeds": ref.seeds, "replay": [e for e in ref.replay if e[1]],
+                             "wide": ref.wide, "timing_seeds": ref.timing_seeds})  # fmt: skip
+                    deadline = time.monotonic() + o.build_timeout_s + o.run_timeout_s
+                elif isinstance(msg, ReferenceOutputs):
+                    if not self._take_outputs(ref, sb.load_output("out"), msg):
+                        break
                     if self.timed:
                         # torch.compile compiles before `timing_ready`, outside the lock (other GPUs' work goes on)
                         ready = _receive(sb, time.monotonic() + 4 * o.run_timeout_s, "reference")
@@ -293,12 +326,14 @@ class Judge:
                             ref.error = f"reference timing failed: {timing or sb.log_tail()[-800:]}"
                             break
                         ref.eager, ref.compiled = timing.eager, timing.compile
+                        ref.gpu_peak = max(ref.gpu_peak or 0, timing.gpu_peak or 0) or None
                         ref.timed_outputs = sb.load_output("timed")
                 elif isinstance(msg, Failed):
                     text = msg.message  # the exception line, then the innermost frames: keep both ends (the tail
                     if len(text) > 800:  # alone lost the exception of a long traceback)
                         text = text[:300] + "\n" + text[-500:]
                     ref.error = f"{msg.stage}: {text}"
+                    ref.out_of_memory = msg.type == "OutOfMemoryError" or "out of memory" in text
                     break
                 elif isinstance(msg, Done):
                     break
@@ -307,8 +342,104 @@ class Judge:
         finally:
             sb.finish()
             sb.cleanup()
+            admitted.close()
         ref.seconds = round(time.monotonic() - t_start, 3)
         return ref
+
+    def _take_outputs(self, ref: Reference, data: Any, msg: ReferenceOutputs) -> bool:
+        """Fill `ref` from the reference's sealed outputs; False (with `ref.error`) when they are not what was asked."""
+        perturbed = [e for e in ref.replay if e[1]]
+        if not (isinstance(data, dict) and _lists_of_lists(data.get("outputs")) and _lists_of_lists(data.get("replay"))
+                and len(data["outputs"]) == len(ref.seeds) and len(data["replay"]) == len(perturbed)):  # fmt: skip
+            ref.error = "the reference's outputs file does not hold the trials and replays asked for"
+            return False
+        ref.outputs, ref.structures, ref.checksums, ref.ops = data["outputs"], msg.structures, msg.checksums, msg.ops
+        replays = iter(data["replay"])  # an unperturbed replay is its trial's own output: not run twice
+        ref.replay_outputs = [next(replays) if pseed else ref.outputs[i] for i, pseed in ref.replay]
+        kept = [(e, w) for e, w in zip(ref.wide, data.get("wide") or []) if w is not None]
+        ref.wide, ref.wide_outputs = [e for e, _ in kept], [w for _, w in kept]
+        ref.degenerate = msg.degenerate
+        ref.gpu_peak, ref.rss_peak = msg.gpu_peak, msg.rss_peak
+        if ref.footprint is None:  # the meta device could not size it: the real outputs do
+            ref.footprint = Footprint(0, _nbytes(ref.outputs[0]) if ref.outputs else 0, 0)
+        return True
+
+    # ------------------------------------------------------------------ memory
+    def gate(self) -> MemoryGate:
+        """The admission gate this judge's workers pass (a pool shares one across its judges); made on first use."""
+        with self._lock:
+            if self._gate is None:
+                capacity = {"host": self._host_capacity()}
+                if self.device == "cuda":
+                    capacity[self.gpu_key] = self._gpu_capacity()
+                self._gate = MemoryGate(capacity)
+            return self._gate
+
+    def set_gate(self, gate: MemoryGate, gpu_key: str) -> None:
+        self._gate, self.gpu_key = gate, gpu_key
+
+    def _gpu_capacity(self) -> int:
+        """Device bytes this judge's workers may reserve: the GPU's memory less the judge's own share (references
+        kept on the device, the comparison's chunks, its context), or `gpu_memory_gb` when set."""
+        o = self.options
+        if o.gpu_memory_gb:
+            return int(o.gpu_memory_gb * GB)
+        index = torch.device(self.compare_device or "cuda").index or 0
+        total = torch.cuda.get_device_properties(index).total_memory
+        return int(total - (o.reference_device_gb + 4) * GB)
+
+    def _host_capacity(self) -> int:
+        """Host bytes the workers' outputs and resident sets may take: 60% of what the machine has free, less the
+        reference cache, or `host_memory_gb` when set."""
+        o = self.options
+        if o.host_memory_gb:
+            return int(o.host_memory_gb * GB)
+        return max(4 * GB, int(0.6 * host_memory_bytes() - o.reference_cache_gb * GB))
+
+    def _too_large(self, fp: Footprint | None) -> str | None:
+        """Why a task cannot be judged on this machine at all, in one line, or None."""
+        if fp is None:
+            return None
+        gate = self.gate()
+        least = choose_plan(self._full_plan(), fp.out_bytes, 0)
+        sizes = (f"inputs {fp.in_bytes / GB:.1f} GB, outputs {fp.out_bytes / GB:.1f} GB, parameters "
+                 f"{fp.param_bytes / GB:.1f} GB")  # fmt: skip
+        if self.device == "cuda" and fp.gpu_need() > gate.capacity[self.gpu_key]:
+            return (f"the task needs about {fp.gpu_need() / GB:.0f} GB of GPU memory ({sizes}), more than the "
+                    f"{gate.capacity[self.gpu_key] / GB:.0f} GB one job may use on this GPU")
+        if fp.host_need(least) > gate.capacity["host"]:
+            return (f"the task needs about {fp.host_need(least) / GB:.0f} GB of host memory for its outputs "
+                    f"({sizes}), more than the {gate.capacity['host'] / GB:.0f} GB the judge may use")
+        return None
+
+    def _full_plan(self) -> Plan:
+        o = self.options
+        return Plan(o.trials, len(_replay_plan(o.trials)), 2, o.timing_sets)
+
+    def _plan(self, ref: Reference) -> None:
+        """Shrink `ref`'s seeds, replays, wide trials and timing sets to the plan its output size allows."""
+        full = self._full_plan()
+        out = ref.footprint.out_bytes if ref.footprint is not None else None
+        plan = choose_plan(full, out, self.options.kept_output_gb * GB)
+        ref.plan = plan
+        if plan == full:
+            return
+        ref.seeds = ref.seeds[: plan.trials]
+        last = plan.trials - 1  # the last trial's buffer, new contents: the probe a pointer-keyed cache fails
+        ref.replay = ([[last, _seeds(1)[0]]] if plan.replays == 1 else
+                      [[0, 0], [0, _seeds(1)[0]], [last, _seeds(1)[0]]][: plan.replays])  # fmt: skip
+        ref.wide = ref.wide[: plan.wide]
+        ref.timing_seeds = ref.timing_seeds[: plan.timing_sets]
+
+    def _needs(self, fp: Footprint | None, plan: Plan, alone: bool, measured: int | None = None) -> dict[str, int]:
+        """What one worker of this task holds: GPU (its footprint, or the reference's measured peak), host (its
+        outputs); `alone`: the whole GPU, for a run that ran out of memory beside others."""
+        gate = self.gate()
+        need = {"host": fp.host_need(plan) if fp is not None else WORKER_HOST + 4 * GB}
+        if self.device == "cuda":
+            gpu = fp.gpu_need(measured) if fp is not None else max(WORKER_GPU + (measured or 0), 8 * GB)
+            need[self.gpu_key] = gate.capacity[self.gpu_key] if alone else gpu
+        return need
 
     def _candidate(self, task: Task, source: str, ref: Reference, base: dict, build: Future | None) -> Verdict:
         o = self.options
@@ -342,8 +473,7 @@ class Judge:
                     msg = _receive(sb, t0 + timeout_s, "candidate")
                     if msg is None:
                         exit_ = sb.finish()
-                        rc = exit_.returncode or 0
-                        how = f"signal {-rc}" if rc < 0 else f"code {rc}"
+                        how = describe_exit(exit_.returncode)
                         raise fail("crashed", f"worker died during {stage} ({how}) without a result\n{exit_.log_tail}")
                     if isinstance(msg, kind):
                         stage_s[stage] = round(time.monotonic() - t0, 3)
@@ -368,7 +498,13 @@ class Judge:
         if slots is not None:
             with _stopwatch(stage_s, "wait_slot"):
                 slots.acquire()
+        admitted = contextlib.ExitStack()
+        memory = base["memory"] = _memory_figures(ref)
         try:
+            with _stopwatch(stage_s, "wait_memory"):  # admitted by its task's memory, beside the other workers
+                need = admitted.enter_context(self.gate().hold(
+                    self._needs(ref.footprint, ref.plan or self._full_plan(), False, ref.gpu_peak)))
+            _put(memory, admitted_gpu=need.get(self.gpu_key), admitted_host=need.get("host"))
             sb.start()
             veil = expect(Started, o.build_timeout_s, "start").veil  # sent before candidate code runs
             if veil is not None:  # how this job's scratch was isolated: a mount point, or `none` where it could not be
@@ -377,6 +513,7 @@ class Judge:
             with _waited(stage_s, "wait_trials", self._trials_guard()):  # none while a module is timed
                 sb.send({"cmd": "run", "seeds": ref.seeds, "replay": ref.replay, "wide": ref.wide})
                 msg = expect(CandidateOutputs, o.run_timeout_s, "run")
+            _put(memory, gpu=msg.gpu_peak, host=(msg.rss_peak or 0) + sb.output_bytes())
             if msg.checksums != ref.checksums:
                 raise fail("rejected", "the candidate's inputs differ from the reference's (torch patched?)", "inputs")
             try:
@@ -418,6 +555,7 @@ class Judge:
                 with _waited(stage_s, "wait_timed_check", self._trials_guard()):
                     sb.send({"cmd": "save_timed"})
                     saved = expect(TimedSaved, o.run_timeout_s, "timed_save")
+                    _put(memory, gpu=max(saved.gpu_peak or 0, msg.gpu_peak or 0) or None)
                     with _stopwatch(stage_s, "timed_check"):
                         bad = self._check_timed_outputs(sb, ref)
                 if bad is not None:  # honest only while not timed
@@ -438,6 +576,7 @@ class Judge:
         finally:
             sb.finish()
             sb.cleanup()
+            admitted.close()
             if slots is not None:
                 slots.release()
 
@@ -507,6 +646,23 @@ class Judge:
                 verdict.speedup_compile = verdict.compile_runtime.median_ms / verdict.runtime.median_ms
 
 
+def _gb(n: int | None) -> float | None:
+    return None if n is None else round(n / GB, 3)
+
+
+def _put(memory: dict[str, float], **figures: int | None) -> None:
+    """Set `Verdict.memory` figures given in bytes, as GB; unknown ones (None) are left out."""
+    memory.update({k: _gb(v) for k, v in figures.items() if v is not None})
+
+
+def _memory_figures(ref: Reference) -> dict[str, float]:
+    """The reference's figures for `Verdict.memory` (the candidate's are added as they arrive)."""
+    host = (ref.rss_peak or 0) + (ref.footprint.out_bytes * ref.plan.sets if ref.footprint and ref.plan else 0)
+    memory: dict[str, float] = {}
+    _put(memory, ref_gpu=ref.gpu_peak, ref_host=host or None)
+    return memory
+
+
 def _receive(sb: Sandbox, deadline: float, job: str) -> Message | None:
     """The worker's next message, read as its job's protocol (`messages.parse`); None when it exited. Raises
     ProtocolError for a message the judge cannot read (a forged one: the key lives in the worker)."""
@@ -542,40 +698,3 @@ def _replay_plan(trials: int) -> list[list[int]]:
     j = rng.randrange(max(1, trials - 1))  # not the last trial: a "return the last output" cache fails at once
     k = rng.randrange(trials)
     return [[j, 0], [j, _seeds(1)[0]], [k, 0], [k, _seeds(1)[0]], [j, _seeds(1)[0]]]
-
-
-def degenerate_canary(outputs: list[list[torch.Tensor]], identity: list[list], atol: dict, rtol: dict,
-                      reductions: list | None = None) -> str | None:  # fmt: skip
-    """The first trivial answer that passes the check on every trial, or None (the task can tell right from wrong).
-
-    Canaries: zeros, the reference output's mean as a constant (over all trials), a copy of an input of the output's
-    shape and dtype, and a sum/mean/amax/amin of an input along one dim (`reductions`: per trial, per output, the
-    candidates `harness.input_reductions` found; the caller passes None for a task that is itself a reduction).
-    (An uninitialised `empty` is not a canary: its contents are arbitrary; zeros covers its usual value.) A task
-    where one passes rewards the trivial answer; its verdicts become infra_error, guard `degenerate`.
-    """
-    if not outputs or not outputs[0]:
-        return None
-    means = [torch.stack([t[i].double().mean() for t in outputs]).mean() for i in range(len(outputs[0]))]
-    canaries = {
-        "zeros": [[torch.zeros_like(r) for r in outs] for outs in outputs],
-        "mean": [[torch.full_like(r, float(means[i])) for i, r in enumerate(outs)] for outs in outputs],
-        "input": identity,
-    }
-    for name, trials in canaries.items():
-        if len(trials) != len(outputs):
-            continue
-        ok = all(
-            c is not None and r.is_floating_point() and compare([r], [c], atol, rtol, diagnose=False).ok
-            for outs, cans in zip(outputs, trials) for r, c in zip(outs, cans)
-        )  # fmt: skip
-        if ok:
-            return name
-    if reductions is not None and len(reductions) == len(outputs) and all(
-        any(all(k < len(red[i]) and r[i].is_floating_point() and red[i][k].shape == r[i].shape
-                and compare([r[i]], [red[i][k]], atol, rtol, diagnose=False).ok
-                for r, red in zip(outputs, reductions)) for k in range(len(reductions[0][i])))
-        for i in range(len(outputs[0]))
-    ):  # fmt: skip
-        return "reduction"
-    return None

@@ -52,6 +52,15 @@ class JudgeOptions:
     """Reference results kept in the judge's memory (least recently used tasks dropped past this)."""
     reference_device_gb: float = 8.0
     """Of those, how many GB stay on the judge's GPU, where outputs are compared (0: none; the rest in host memory)."""
+    kept_output_gb: float = 4.0
+    """Outputs one judging keeps per side (reference, candidate). A task whose trials, replays, wide trials and timed
+    sets would keep more runs fewer of each (`footprint.choose_plan`, down to 2 trials, 1 replay, 1 wide, 1 timed):
+    KernelBench's 6 GB outputs times 15 sets would not fit a machine's memory."""
+    gpu_memory_gb: float = 0.0
+    """GPU memory the pool admits workers against (0: the device's memory less the judge's own share)."""
+    host_memory_gb: float = 0.0
+    """Host memory the pool admits workers' outputs against (0: 60% of what the machine has free, less the
+    reference cache)."""
     memory_limit_gb: float = 16.0
     """Address-space limit of CPU workers (not applied on GPU: CUDA reserves huge virtual ranges)."""
 

@@ -26,6 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from kernelzero.judge.build.farm import BuildFarm
 from kernelzero.judge.core import Judge, source_hash
+from kernelzero.judge.footprint import MemoryGate
 from kernelzero.judge.options import JudgeOptions
 from kernelzero.judge.sandbox.gpulock import SharedExclusiveLock
 from kernelzero.judge.sandbox.process import WarmSandboxes
@@ -109,6 +110,7 @@ class JudgePool:
             for index, judge, dev in zip(indices, self.judges, visible):
                 judge.sandbox_env = {"CUDA_VISIBLE_DEVICES": dev}
                 judge.compare_device = f"cuda:{index}"  # the same GPU, as this process numbers it
+                judge.gpu_key = f"gpu:{index}"
                 judge.gpu_slots = threading.BoundedSemaphore(slots_per_gpu)
                 judge.timing_lock = SharedExclusiveLock()  # timing alone on its GPU; trials share it
                 judge.farm = self.farm
@@ -116,6 +118,13 @@ class JudgePool:
             self.slots_per_gpu = slots_per_gpu
         else:
             default = max(1, os.cpu_count() or 2)
+        # One admission gate for every judge: a GPU each, and the host's memory, which they share.
+        capacity = {"host": self.judge_._host_capacity()}
+        if self.judge_.device == "cuda":
+            capacity.update({j.gpu_key: j._gpu_capacity() for j in self.judges})
+        self.gate = MemoryGate(capacity)
+        for judge in self.judges:
+            judge.set_gate(self.gate, judge.gpu_key)
         self.workers = workers or default
         self._warm: list[WarmSandboxes] = []
         if warm:  # pre-spawned workers: a candidate does not wait for a process start and `import torch`

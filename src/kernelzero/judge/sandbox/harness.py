@@ -11,6 +11,7 @@ code under test is a `StageError` or a `GuardViolation`, which the worker's `mai
 from __future__ import annotations
 
 import fcntl
+import functools
 import gc
 import hashlib
 import os
@@ -21,6 +22,7 @@ import time
 import traceback
 
 from kernelzero.judge.guards import CANDIDATE_MODULE
+from kernelzero.judge.sandbox.pack import PackWriter, placeholders
 from kernelzero.judge.sandbox.process import SEALS
 
 
@@ -74,6 +76,24 @@ def build_model(torch, cls, init_inputs: list, seed: int, device: str):
     return model.to(device).eval()
 
 
+def nbytes(torch, tensors) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
+def meta_footprint(torch, task_mod, init_inputs: list) -> dict | None:
+    """Bytes of one forward's inputs, outputs and parameters, measured on the `meta` device (nothing allocated, in
+    about a second even for 8 GB tensors); None where the task cannot run there (data-dependent code: `.item()`)."""
+    try:
+        model = build_model(torch, task_mod.Model, init_inputs, 0, "meta")
+        inputs = make_inputs(torch, task_mod, 0, "meta")
+        with torch.no_grad():
+            _, outs = flatten_outputs(torch, model(*inputs))
+        params = nbytes(torch, model.parameters()) + nbytes(torch, model.buffers())
+        return {"in_bytes": nbytes(torch, inputs), "out_bytes": nbytes(torch, outs), "param_bytes": params}
+    except Exception:
+        return None
+
+
 def flatten_outputs(torch, out) -> tuple[str, list]:
     """A forward's result as (structure, list of tensors). Exact `torch.Tensor` only: subclasses are a known hack."""
     items = list(out) if isinstance(out, (tuple, list)) else [out]
@@ -100,8 +120,9 @@ class Bound:
     def __init__(self, torch):
         self.perf_counter = time.perf_counter
         self.randbelow = secrets.randbelow  # which timed calls' outputs are checked (timing.time_model)
-        self._torch_save, self._open, self._gc, self._signal = torch.save, open, gc, signal
-        self._sigmask, self._ftruncate, self._lseek = signal.pthread_sigmask, os.ftruncate, os.lseek
+        self.frombuffer = functools.partial(torch.frombuffer, dtype=torch.uint8)
+        self._gc, self._signal = gc, signal
+        self._sigmask, self._ftruncate = signal.pthread_sigmask, os.ftruncate
         self._fcntl, self._F_ADD_SEALS, self._F_SEAL_SEAL = fcntl.fcntl, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL
         self.output_fds: dict[str, int] = {}  # set from the job: the sandbox's memfds
         self.clone = torch.Tensor.clone
@@ -120,24 +141,30 @@ class Bound:
             self.synchronize = lambda: None
             self.elapsed = lambda start, end: (end.t - start.t) * 1e3
 
-    def save(self, obj, name: str) -> None:
-        """Write `obj` into the sandbox's `name` memfd (`sandbox.OUTPUTS`) and seal it: from then on nobody, candidate
-        code included, can change what the judge reads. Signals are blocked and the garbage collector paused for the
-        write and the seal, so no candidate code (a signal handler, a finalizer) runs between the two."""
-        fd = self.output_fds[name]
+    def writer(self, name: str) -> PackWriter:
+        """A writer into the sandbox's `name` memfd (`sandbox.OUTPUTS`): tensors go in as they are produced
+        (`PackWriter.add`, one copy from the device into the file), so no worker ever holds a bundle of outputs."""
+        return PackWriter(self.output_fds[name], self.frombuffer, self._ftruncate)
+
+    def seal(self, name: str, writer: PackWriter, obj) -> None:
+        """Finish `writer`'s pack with `obj` (its tensors already added) and seal the memfd: from then on nobody,
+        candidate code included, can change what the judge reads. Signals are blocked and the garbage collector
+        paused for the trailer and the seal, so no candidate code (a signal handler, a finalizer) runs between."""
         mask = self._sigmask(self._signal.SIG_BLOCK, self._signal.valid_signals())
         collecting = self._gc.isenabled()
         self._gc.disable()
         try:
-            self._ftruncate(fd, 0)
-            self._lseek(fd, 0, os.SEEK_SET)
-            with self._open(fd, "wb", closefd=False) as f:
-                self._torch_save(obj, f)
-            self._fcntl(fd, self._F_ADD_SEALS, SEALS | self._F_SEAL_SEAL)
+            writer.finish(obj)
+            self._fcntl(self.output_fds[name], self._F_ADD_SEALS, SEALS | self._F_SEAL_SEAL)
         finally:
             if collecting:
                 self._gc.enable()
             self._sigmask(self._signal.SIG_SETMASK, mask)
+
+    def save(self, obj, name: str) -> None:
+        """Write `obj` (tensors anywhere in lists and dicts) into the `name` memfd and seal it."""
+        w = self.writer(name)
+        self.seal(name, w, placeholders(obj, w.add))
 
 
 def _host_event(clock):
@@ -154,10 +181,11 @@ def _host_event(clock):
 
 
 def run_forward_trials(torch, bound: Bound, model, task_mod, seeds: list[int], device: str, check_inputs: bool,
-                       recorder=None):  # fmt: skip
+                       recorder=None, keep=None):  # fmt: skip
     """Per seed: fresh inputs, one forward, outputs copied to CPU. Returns (structures, outputs, input checksums).
 
-    `recorder` (an `OpRecorder`) is entered around each forward to log the aten ops it dispatches.
+    `recorder` (an `OpRecorder`) is entered around each forward to log the aten ops it dispatches; `keep` as in
+    `checked_forward`.
     The last trial's input tensors stay in `bound.last_inputs` for the replay trials (same objects, new contents).
     """
     structures, outputs, sums = [], [], []
@@ -166,7 +194,7 @@ def run_forward_trials(torch, bound: Bound, model, task_mod, seeds: list[int], d
         inputs = make_inputs(torch, task_mod, seed, device)
         sums.append(checksum(torch, inputs))
         before = [bound.clone(x) if isinstance(x, bound.tensor_type) else x for x in inputs] if check_inputs else []
-        structure, items = checked_forward(torch, bound, model, inputs, device, recorder)
+        structure, items = checked_forward(torch, bound, model, inputs, device, recorder, keep)
         for x, x0 in zip(inputs, before):
             if isinstance(x, bound.tensor_type) and not bound.equal(x, x0):
                 raise GuardViolation("input_mutation", "forward modified its input tensor")
@@ -178,8 +206,12 @@ def run_forward_trials(torch, bound: Bound, model, task_mod, seeds: list[int], d
     return structures, outputs, sums
 
 
-def checked_forward(torch, bound: Bound, model, inputs: list, device: str, recorder=None) -> tuple[str, list]:
-    """One checked forward: (structure, outputs copied to CPU). Raises the tensor_subclass / aliasing guards."""
+def checked_forward(torch, bound: Bound, model, inputs: list, device: str, recorder=None,
+                    keep=None) -> tuple[str, list]:  # fmt: skip
+    """One checked forward: (structure, `keep(output)` per output). Raises the tensor_subclass / aliasing guards.
+
+    `keep` copies each output off the candidate's hands at once (a module may reuse its output buffer in the next
+    call): by default to the CPU; the jobs pass `PackWriter.add`, which copies it into the output memfd."""
     with torch.no_grad():
         if recorder is not None:
             with recorder:
@@ -202,7 +234,9 @@ def checked_forward(torch, bound: Bound, model, inputs: list, device: str, recor
             if isinstance(x, bound.tensor_type) and bound.numel(t) and bound.numel(x) and _shares_storage(bound, t, x):
                 raise GuardViolation("aliasing", "an output shares memory with an input")
     bound.storage_bytes = sum(bound.storage(t).nbytes() for t in items)  # memory the outputs really span
-    return structure, [bound.contiguous(bound.to(bound.detach(t), "cpu", copy=True)) for t in items]
+    if keep is None:
+        return structure, [bound.contiguous(bound.to(bound.detach(t), "cpu", copy=True)) for t in items]
+    return structure, [keep(bound.detach(t)) for t in items]
 
 
 def perturb(torch, inputs: list, pseed: int, device: str) -> None:
@@ -230,7 +264,7 @@ def replay_inputs(torch, task_mod, seeds: list[int], entry: list[int], device: s
     return inputs
 
 
-def run_replay(torch, bound: Bound, model, task_mod, seeds: list[int], plan: list, device: str) -> list:
+def run_replay(torch, bound: Bound, model, task_mod, seeds: list[int], plan: list, device: str, keep=None) -> list:
     """Replay trials: the last trial's input tensors are reused (`copy_` of new contents) in the parent's order.
 
     Stops outputs cached by data_ptr / shape / sampled contents and first-N-calls-honest candidates: each replay's
@@ -245,7 +279,7 @@ def run_replay(torch, bound: Bound, model, task_mod, seeds: list[int], plan: lis
                 # Through `.data`, which has its own version counter: `b._version` does not move, as when a kernel
                 # writes the buffer by pointer. A cache keyed on (data_ptr, _version) would otherwise always miss.
                 b.data.copy_(f)
-        outputs.append(checked_forward(torch, bound, model, buf, device)[1])
+        outputs.append(checked_forward(torch, bound, model, buf, device, keep=keep)[1])
     return outputs
 
 
@@ -409,8 +443,8 @@ REDUCTIONS = ("sum", "mean", "amax", "amin")
 
 def input_reductions(torch, inputs: list, outs: list) -> list[list]:
     """Degenerate-task canary `reduction`: per output, every sum/mean/amax/amin of a floating input along one dim
-    that has the output's shape and dtype, on the CPU (same order on every trial). A task whose reference matches one
-    of them on every trial rewards a kernel that only reduces its input (`core.degenerate_canary`)."""
+    that has the output's shape and dtype, where the inputs are (same order on every trial). A task whose reference
+    matches one of them on every trial rewards a kernel that only reduces its input (`check.degenerate_canary`)."""
     per_output = []
     for o in outs:
         found = []
@@ -422,6 +456,6 @@ def input_reductions(torch, inputs: list, outs: list) -> list[list]:
                     for keep in (False, True):
                         if len(found) < 16 and tuple(o.shape) == tuple(x.shape[:d]) + ((1,) if keep else ()) + tuple(
                                 x.shape[d + 1:]):  # fmt: skip
-                            found.append(getattr(torch, name)(x, dim=d, keepdim=keep).detach().to("cpu").contiguous())
+                            found.append(getattr(torch, name)(x, dim=d, keepdim=keep).detach())
         per_output.append(found)
     return per_output

@@ -11,12 +11,15 @@ The messages each sends are `messages.PROTOCOL["reference"]` and `["candidate"]`
 from __future__ import annotations
 
 import json
+import resource
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kernelzero.judge.build.farm import install_load_inline_shim
+from kernelzero.judge.check import REDUCTION_FAMILIES, degenerate_canary
+from kernelzero.judge.guards import main_compute
 from kernelzero.judge.sandbox.harness import (
     Bound,
     GuardViolation,
@@ -32,6 +35,7 @@ from kernelzero.judge.sandbox.harness import (
     load_module,
     make_inputs,
     make_op_recorder,
+    meta_footprint,
     precision_flags,
     replay_inputs,
     run_forward_trials,
@@ -44,6 +48,7 @@ from kernelzero.judge.sandbox.messages import (
     CandidateOutputs,
     CandidateTiming,
     ReferenceOutputs,
+    ReferenceSized,
     ReferenceTiming,
     TimedSaved,
     TimingReady,
@@ -68,40 +73,61 @@ def _is_kernel_compile_error(exc: BaseException) -> bool:
 
 
 def job_reference(job: dict, chan: Channel, torch, bound: Bound) -> None:
+    """Sizes first (the `meta` device: nothing allocated), then, once the parent has admitted the task's memory and
+    sent its plan, the trials, replays and wide trials into the `out` memfd, the degenerate canaries, and timing."""
     device = job["device"]
     task_mod = load_module(job["task_path"], "kz_task")
     init_inputs = list(task_mod.get_init_inputs())
+    chan.send(wire(ReferenceSized(footprint=meta_footprint(torch, task_mod, init_inputs))))
+    command = json.loads(sys.stdin.readline() or "{}")  # the plan, once the parent has admitted our memory
+    if command.get("cmd") != "run":
+        return
     model = build_model(torch, task_mod.Model, init_inputs, job["init_seed"], device)
     recorder = make_op_recorder(torch)
-    structures, outputs, sums = run_forward_trials(torch, bound, model, task_mod, job["seeds"], device, False,
-                                                   recorder)  # fmt: skip
-    replay = []
-    for entry in job.get("replay", []):
-        inputs = replay_inputs(torch, task_mod, job["seeds"], entry, device)
-        replay.append(checked_forward(torch, bound, model, inputs, device)[1])
-    # Degenerate-task canary "a copy of the input": per trial and output, an input of the same shape and dtype.
+    out = bound.writer("out")
+    kept: list[list] = []  # the trials' outputs on the device, for the canaries
+
+    def keep(t):
+        kept[-1].append(bound.clone(t))
+        return out.add(t)
+
+    structures, outputs, sums = [], [], []
+    for seed in command["seeds"]:
+        kept.append([])
+        s, o, c = run_forward_trials(torch, bound, model, task_mod, [seed], device, False, recorder, keep)
+        structures += s
+        outputs += o
+        sums += c
+    replay = []  # only the perturbed entries come here: an unperturbed one is its trial's output (the parent's)
+    for entry in command.get("replay", []):
+        inputs = replay_inputs(torch, task_mod, command["seeds"], entry, device)
+        replay.append(checked_forward(torch, bound, model, inputs, device, keep=out.add)[1])
+    # Degenerate-task canaries, here on the device (a copy of a 6 GB input per trial would cross to the parent).
     identity, reductions = [], []
-    for seed, outs in zip(job["seeds"], outputs):
+    for seed, outs in zip(command["seeds"], kept):
         inputs = [x for x in make_inputs(torch, task_mod, seed, device) if isinstance(x, torch.Tensor)]
-        match = [next((x for x in inputs if x.shape == o.shape and x.dtype == o.dtype), None) for o in outs]
-        identity.append([None if x is None else x.detach().to("cpu", copy=True).contiguous() for x in match])
+        identity.append([next((x for x in inputs if x.shape == o.shape and x.dtype == o.dtype), None) for o in outs])
         reductions.append(input_reductions(torch, inputs, outs))  # canary "reduction"
+    reduces = set(main_compute(recorder.ops)) <= REDUCTION_FAMILIES  # a task that IS a reduction matches one
+    degenerate = degenerate_canary(kept, identity, job["atol"], job["rtol"], None if reduces else reductions)
+    del identity, reductions
     wide = []  # judge/wide.py: a trial the task itself cannot run is None, dropped by the parent
-    for entry in job.get("wide", []):
+    for entry in command.get("wide", []):
         try:
             outs = checked_forward(torch, bound, model, wide_inputs(torch, task_mod, entry, device, make_inputs),
-                                   device)[1]  # fmt: skip
-            wide.append(outs if wide_usable(torch, outs, outputs[0]) else None)
+                                   device, keep=bound.clone)[1]  # fmt: skip
+            wide.append([out.add(t) for t in outs] if wide_usable(torch, outs, kept[0]) else None)
         except Exception:
             wide.append(None)
-    bound.save({"outputs": outputs, "replay": replay, "identity": identity, "reductions": reductions, "wide": wide},
-               "out")  # fmt: skip
-    chan.send(wire(ReferenceOutputs(structures=structures, checksums=sums, ops=recorder.ops)))
+    del kept
+    bound.seal("out", out, {"outputs": outputs, "replay": replay, "wide": wide})
+    chan.send(wire(ReferenceOutputs(structures=structures, checksums=sums, ops=recorder.ops, degenerate=degenerate,
+                                    gpu_peak=gpu_peak(torch), rss_peak=rss_peak())))  # fmt: skip
     if not job.get("timing"):
         return
     # Everything slow happens before the parent takes the GPU's timing lock: inputs, and torch.compile's
     # compilation (tens of seconds of CPU work, which must not hold up other candidates' timing).
-    input_sets = [make_inputs(torch, task_mod, s, device) for s in job["timing_seeds"]]
+    input_sets = [make_inputs(torch, task_mod, s, device) for s in command["timing_seeds"]]
     compiled, compile_error = None, None
     if job.get("compile_baseline"):
         try:
@@ -121,7 +147,18 @@ def job_reference(job: dict, chan: Channel, torch, bound: Bound) -> None:
             compiled_stats = time_model(torch, bound, compiled, input_sets, job["timing"])
         except Exception as exc:
             compile_error = short_tb(exc, 2)
-    chan.send(wire(ReferenceTiming(eager=eager, compile=compiled_stats, compile_error=compile_error)))
+    chan.send(wire(ReferenceTiming(eager=eager, compile=compiled_stats, compile_error=compile_error,
+                                   gpu_peak=gpu_peak(torch))))  # fmt: skip
+
+
+def gpu_peak(torch) -> int | None:
+    """Device memory this worker's allocator reserved at its peak (None off the GPU)."""
+    return int(torch.cuda.max_memory_reserved()) if torch.cuda.is_available() else None
+
+
+def rss_peak() -> int:
+    """This worker's peak resident set, in bytes."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def time_and_keep(torch, bound: Bound, model, input_sets: list, cfg: dict) -> dict:
@@ -182,9 +219,8 @@ def capture_output(torch, bound: Bound):
 
 
 def save_captured(torch, bound: Bound, captured: list) -> None:
-    """The captured outputs of timed calls, on the CPU, as [(structure, [tensor | None])] per input set."""
-    bound.save([(s, [None if t is None else t.detach().to("cpu").contiguous() for t in ts])
-                for s, ts in captured], "timed")  # fmt: skip
+    """The captured outputs of timed calls, as [(structure, [tensor | None])] per input set, into the `timed` memfd."""
+    bound.save([(s, [None if t is None else t.detach() for t in ts]) for s, ts in captured], "timed")
 
 
 def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
@@ -227,6 +263,7 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
     if command.get("cmd") != "run":
         return
     recorder = make_op_recorder(torch)
+    out = bound.writer("out")  # each output goes into the memfd as soon as its forward returns
     t_run = bound.perf_counter()
     try:
         counter.active = True
@@ -234,15 +271,17 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
         if profile is not None:
             with profile as prof:
                 structures, outputs, sums = run_forward_trials(torch, bound, model, task_mod, command["seeds"],
-                                                               device, True, recorder)  # fmt: skip
+                                                               device, True, recorder, out.add)  # fmt: skip
             counter.count_cuda(prof)
         else:
             structures, outputs, sums = run_forward_trials(torch, bound, model, task_mod, command["seeds"], device,
-                                                           True, recorder)  # fmt: skip
+                                                           True, recorder, out.add)  # fmt: skip
         counter.active = False
         t_replay = bound.perf_counter()
-        replay = run_replay(torch, bound, model, task_mod, command["seeds"], command.get("replay", []), device)
-        wide = [checked_forward(torch, bound, model, wide_inputs(torch, task_mod, e, device, make_inputs), device)[1]
+        replay = run_replay(torch, bound, model, task_mod, command["seeds"], command.get("replay", []), device,
+                            out.add)  # fmt: skip
+        wide = [checked_forward(torch, bound, model, wide_inputs(torch, task_mod, e, device, make_inputs), device,
+                                keep=out.add)[1]
                 for e in command.get("wide", [])]  # judge/wide.py: other value ranges and sizes  # fmt: skip
     except GuardViolation:
         raise
@@ -256,11 +295,12 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
     # launches is None where nothing could count them (a CUDA candidate on a machine without the profiler trace)
     countable = job.get("backend") == "triton" or device == "cuda"
     t_save = bound.perf_counter()
-    bound.save({"outputs": outputs, "replay": replay, "wide": wide}, "out")
+    bound.seal("out", out, {"outputs": outputs, "replay": replay, "wide": wide})
     seconds = {"first_call": getattr(bound, "first_call_s", 0.0), "trials": t_replay - t_run,
                "replay": t_save - t_replay, "save": bound.perf_counter() - t_save}  # fmt: skip
     chan.send(wire(CandidateOutputs(structures=structures, checksums=sums, ops=recorder.ops,
-                                    launches=counter.count if countable else None, seconds=seconds)))  # fmt: skip
+                                    launches=counter.count if countable else None, seconds=seconds,
+                                    gpu_peak=gpu_peak(torch), rss_peak=rss_peak())))  # fmt: skip
     if not job.get("timing"):
         return
     command = json.loads(sys.stdin.readline() or "{}")  # wait until the parent has the GPU to itself for us
@@ -297,4 +337,4 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
     audited = tally is None and counter.cuda_names  # a CUDA candidate: its timed calls were not counted
     idle = audit_cuda_launches(torch, bound, counter, model, input_sets) if audited else None
     integrity.check()
-    chan.send(wire(TimedSaved(seconds={"save": bound.perf_counter() - t2}, idle_calls=idle)))
+    chan.send(wire(TimedSaved(seconds={"save": bound.perf_counter() - t2}, idle_calls=idle, gpu_peak=gpu_peak(torch))))

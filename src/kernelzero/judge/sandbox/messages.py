@@ -94,13 +94,25 @@ class GuardHit:
 
 # ------------------------------------------------------------------------------------------------ reference
 @dataclass(frozen=True)
+class ReferenceSized:
+    """The task's footprint on the `meta` device (`harness.meta_footprint`: in_bytes, out_bytes, param_bytes), or
+    None where it cannot run there; the worker then waits for the parent's plan (`{"cmd": "run", ...}`)."""
+
+    event: ClassVar[str] = "sized"
+    footprint: dict[str, Count] | None = None
+
+
+@dataclass(frozen=True)
 class ReferenceOutputs:
-    """The reference's trials are sealed in its `out` memfd (outputs, replay, identity canary)."""
+    """The reference's trials, replays and wide trials are sealed in its `out` memfd."""
 
     event: ClassVar[str] = "outputs"
     structures: list[str]
     checksums: list[list[str]]  # per trial, per input: a fingerprint (`harness.checksum`)
     ops: dict[str, Count] = field(default_factory=dict)  # aten op -> elements touched
+    degenerate: Annotated[str, _short] | None = None  # the canary that passes the check on every trial, if any
+    gpu_peak: Count | None = None  # device bytes the worker's allocator reserved at its peak
+    rss_peak: Count | None = None  # the worker's peak resident set, bytes
 
 
 @dataclass(frozen=True)
@@ -118,6 +130,7 @@ class ReferenceTiming:
     eager: TimingStats
     compile: TimingStats | None = None
     compile_error: str | None = None
+    gpu_peak: Count | None = None
 
 
 # ------------------------------------------------------------------------------------------------ candidate
@@ -139,6 +152,8 @@ class CandidateOutputs:
     ops: dict[str, Count] = field(default_factory=dict)
     launches: Count | None = None  # None where nothing could count them
     seconds: Split = field(default_factory=dict)
+    gpu_peak: Count | None = None
+    rss_peak: Count | None = None
 
 
 @dataclass(frozen=True)
@@ -159,6 +174,7 @@ class TimedSaved:
     event: ClassVar[str] = "timed_saved"
     seconds: Split = field(default_factory=dict)
     idle_calls: Count | None = None  # CUDA: audit calls on the timing inputs that launched none of its kernels
+    gpu_peak: Count | None = None
 
 
 # ------------------------------------------------------------------------------------------------ build farm
@@ -211,7 +227,7 @@ class ValidateOutputs:
 
 Message = (
     Started | Done | Failed | GuardHit
-    | ReferenceOutputs | TimingReady | ReferenceTiming
+    | ReferenceSized | ReferenceOutputs | TimingReady | ReferenceTiming
     | CandidateBuilt | CandidateOutputs | CandidateTiming | TimedSaved
     | Prebuilt | Unbuilt | Probed
     | Sized | ValidateOutputs
@@ -224,7 +240,7 @@ def _table(*kinds: type) -> dict[str, type]:
 
 # What each job kind's worker may send (an event means one message type within a job).
 PROTOCOL: dict[str, dict[str, type]] = {
-    "reference": _table(ReferenceOutputs, TimingReady, ReferenceTiming),
+    "reference": _table(ReferenceSized, ReferenceOutputs, TimingReady, ReferenceTiming),
     "candidate": _table(CandidateBuilt, CandidateOutputs, CandidateTiming, TimedSaved),
     "build": _table(Prebuilt, Unbuilt),
     "probe_headers": _table(Probed),

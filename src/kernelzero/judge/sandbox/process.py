@@ -16,7 +16,8 @@ reads of world-readable files. Without `unshare` (non-root), `isolation == "proc
 group only, which stops process-group signals but not a targeted kill of the judge.
 
 Outputs: tensors do not travel on the channel. Each sandbox owns two memfds (`out`, `timed`) created here and
-inherited by the worker; the harness writes a `torch.save` file into one and seals it (no write, grow or shrink,
+inherited by the worker; the harness writes its outputs into one as a pack (`pack.py`: each tensor copied from the
+device into the file as it is produced, any size) and seals it (no write, grow or shrink,
 ever again, by anyone) before it reports. The judge loads only a sealed memfd, mapped, never copied: candidate code
 that runs after the harness's write (a finalizer, a signal handler) cannot change what the judge reads, and a
 worker that replaces its descriptor writes into a file the judge never looks at.
@@ -51,6 +52,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from kernelzero.judge.sandbox import pack
 
 _HEADER = struct.Struct(">I")
 _MAC_LEN = 32
@@ -91,8 +94,15 @@ for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do
   esac
 done
 if [ "$veil" != /dev/shm ]; then mount -t tmpfs -o size=2g,mode=1777 kz-shm /dev/shm 2>/dev/null || true; fi
-exec "$@"
+set +e
+"$@"
+rc=$?
+if [ "$rc" -gt 128 ]; then echo "kz-prelude: the worker was killed by signal $((rc - 128))" >&2; fi
+exit "$rc"
 """
+# The prelude stays as the namespace's PID 1 and waits for the worker instead of exec'ing it: `unshare --fork` turns
+# a child killed by a signal into `unshare: sigprocmask unblock failed` (exit 1), which hid why a worker died (it was
+# SIGXFSZ: outputs past the file size limit). The shell exits 128 + the signal, which `describe_exit` names.
 
 SHM_MIN_FREE = 16 * 2**30  # /dev/shm holds job scratch (outputs and reference results) only when this much is free
 
@@ -110,6 +120,21 @@ def default_scratch_root() -> str:
         root = "/dev/shm/kernelzero-scratch" if roomy else os.path.join(tempfile.gettempdir(), "kernelzero-scratch")
     os.makedirs(root, mode=0o700, exist_ok=True)
     return root
+
+
+def describe_exit(returncode: int | None) -> str:
+    """How a worker ended, in words: `exited (code 1)`, `killed by signal 25 (SIGXFSZ)`. Under namespaces the
+    prelude reports a signal as exit code 128 + signal."""
+    if returncode is None:
+        return "ended"
+    sig = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
+    if sig:
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = "?"
+        return f"killed by signal {sig} ({name})"
+    return f"exited (code {returncode})"
 
 
 class ChannelError(Exception):
@@ -170,8 +195,8 @@ class Channel:
 
 
 def load_sealed(fd: int, name: str) -> Any:
-    """The `torch.save` file a worker wrote into memfd `fd` and sealed, loaded (weights only) as tensors mapped from
-    it. Raises ChannelError when it is not sealed (its contents could still change) or empty."""
+    """The pack (`pack.py`) a worker wrote into memfd `fd` and sealed, its tensors mapped from the file (no copy).
+    Raises ChannelError when it is not sealed (its contents could still change), empty or not a well-formed pack."""
     import torch
 
     try:
@@ -182,7 +207,10 @@ def load_sealed(fd: int, name: str) -> Any:
         raise ChannelError(f"the worker did not seal its {name} outputs (their contents could still change)")
     if os.fstat(fd).st_size == 0:
         raise ChannelError(f"the worker wrote no {name} outputs")
-    return torch.load(f"/proc/self/fd/{fd}", weights_only=True, map_location="cpu", mmap=True)
+    try:
+        return pack.read(fd, torch)
+    except pack.PackError as exc:
+        raise ChannelError(f"the {name} outputs are not a well-formed pack: {exc}") from None
 
 
 def _namespaces_available() -> bool:
@@ -287,7 +315,7 @@ class Sandbox:
     job: dict[str, Any]
     device: str = "cpu"
     memory_limit_gb: float = 16.0  # RLIMIT_AS on CPU jobs only
-    file_limit_gb: float = 8.0
+    file_limit_gb: float = 0.0  # RLIMIT_FSIZE; 0: the machine's memory (outputs live in memfds, i.e. in RAM)
     extra_env: dict[str, str] = field(default_factory=dict)
     scratch_root: str | None = None
 
@@ -367,7 +395,8 @@ class Sandbox:
         warm-sandbox spawn against the build farm's background import). The candidate runs only after the limits
         are in place, so setting them in the worker is as strong as setting them in the child before exec.
         """
-        limits = {"core": 0, "fsize": int(self.file_limit_gb * 2**30)}
+        fsize = self.file_limit_gb * 2**30 or max(8 * 2**30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        limits = {"core": 0, "fsize": int(fsize)}
         if self.device == "cpu" and self.memory_limit_gb > 0:
             limits["as"] = int(self.memory_limit_gb * 2**30)
         return ",".join(f"{k}={v}" for k, v in limits.items())
@@ -388,6 +417,10 @@ class Sandbox:
         """Next authenticated message from the worker; None when it closed the channel (exited)."""
         assert self._chan is not None
         return self._chan.recv(deadline)
+
+    def output_bytes(self) -> int:
+        """Bytes the worker has written into its output memfds (host memory they hold)."""
+        return sum(os.fstat(fd).st_size for fd in self._outputs.values())
 
     def load_output(self, name: str) -> Any:
         """What the worker sealed into its `name` memfd (`load_sealed`)."""

@@ -1,0 +1,123 @@
+"""What a task costs the judge: how many of its outputs are kept (a plan by output size) and admission by memory.
+
+KernelBench ships tasks whose outputs are 6-8 GB. Fifteen output sets per side (5 trials, 5 replays, 2 wide trials,
+3 timed outputs) would be 90-120 GB of host memory for one candidate, so the plan shrinks with the output
+(`choose_plan`): the largest tier that keeps at most `kept_output_gb` of outputs per side, down to 2 trials, 1 replay
+(the last trial's own buffer with new contents: the probe a cache keyed on the pointer fails), the scale trial and
+1 timed output. The guards stay: only how often each is run changes.
+
+Admission (`MemoryGate`): a worker is started only when its estimated GPU and host memory fit beside those already
+admitted, so 8 workers never run one another out of device memory and the judge's process never exhausts host
+memory. Estimates come from the task's footprint measured on the `meta` device before anything is allocated
+(`harness.meta_footprint`), then from the reference's measured peak. A task whose footprint cannot fit the GPU alone
+is told apart at once (`too_large`), never scored.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+GB = 2**30
+WORKER_GPU = 1 * GB  # a worker's CUDA context, allocator slack and the first Triton/cuBLAS workspaces
+WORKER_HOST = 2 * GB  # a worker's resident set: torch, CUDA libraries, the task
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How many output sets one judging keeps: correctness trials, replay trials, wide trials, timed input sets."""
+
+    trials: int
+    replays: int
+    wide: int
+    timing_sets: int
+
+    @property
+    def sets(self) -> int:
+        return self.trials + self.replays + self.wide + self.timing_sets
+
+
+def choose_plan(full: Plan, out_bytes: int | None, kept_bytes: float) -> Plan:
+    """The first plan of `full`, a middle tier and the minimal one whose kept outputs fit `kept_bytes` per side
+    (the minimal one when none does). Unknown sizes (None) keep the full plan."""
+    tiers = [full, Plan(min(full.trials, 3), min(full.replays, 2), min(full.wide, 2), min(full.timing_sets, 2)),
+             Plan(min(full.trials, 2), min(full.replays, 1), min(full.wide, 1), 1)]  # fmt: skip
+    if out_bytes is None:
+        return full
+    for plan in tiers:
+        if plan.sets * out_bytes <= kept_bytes:
+            return plan
+    return tiers[-1]
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Bytes of one forward's inputs, outputs and parameters (the `meta` device's measure, or the real one's)."""
+
+    in_bytes: int
+    out_bytes: int
+    param_bytes: int
+
+    def gpu_need(self, measured_peak: int | None = None) -> int:
+        """Device memory a worker of this task needs: its context, the parameters, the inputs and outputs of one call
+        with as much again for intermediates and kept copies (or the reference's measured peak when larger)."""
+        need = WORKER_GPU + self.param_bytes + 2 * (self.in_bytes + self.out_bytes)
+        return max(need, WORKER_GPU + (measured_peak or 0))
+
+    def host_need(self, plan: Plan) -> int:
+        """Host memory a worker of this task holds: its resident set and the outputs it hands over (one memfd)."""
+        return WORKER_HOST + plan.sets * self.out_bytes
+
+
+def host_memory_bytes() -> int:
+    """Memory the machine can give (MemAvailable at the first call, plus what this process already holds)."""
+    try:
+        with open("/proc/meminfo") as f:
+            info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in f}
+        return info.get("MemAvailable", info.get("MemTotal", 0))
+    except OSError:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+class MemoryGate:
+    """Admission by bytes over named resources (one per GPU, and `host`), first come first served.
+
+    `hold({"gpu:0": n, "host": m})` blocks until every amount fits beside what is held, then holds them all at once
+    (no partial holds, so no deadlock between resources). An amount larger than a resource's capacity is clamped to
+    it: that job runs alone on the resource rather than never. Requests are served in arrival order, so a big task
+    is not starved by a stream of small ones.
+    """
+
+    def __init__(self, capacity: dict[str, int]):
+        self.capacity = dict(capacity)
+        self.held = {k: 0 for k in capacity}
+        self.peak = {k: 0 for k in capacity}
+        self._cond = threading.Condition()
+        self._queue: deque[object] = deque()
+
+    def _clamped(self, need: dict[str, int]) -> dict[str, int]:
+        return {k: min(max(0, int(v)), self.capacity[k]) for k, v in need.items() if k in self.capacity}
+
+    @contextmanager
+    def hold(self, need: dict[str, int]):
+        need = self._clamped(need)
+        ticket = object()
+        with self._cond:
+            self._queue.append(ticket)
+            while self._queue[0] is not ticket or any(self.held[k] + v > self.capacity[k] for k, v in need.items()):
+                self._cond.wait()
+            self._queue.popleft()
+            for k, v in need.items():
+                self.held[k] += v
+                self.peak[k] = max(self.peak[k], self.held[k])
+            self._cond.notify_all()
+        try:
+            yield need
+        finally:
+            with self._cond:
+                for k, v in need.items():
+                    self.held[k] -= v
+                self._cond.notify_all()
