@@ -17,6 +17,7 @@ import torch
 
 from kernelzero.judge import JudgeOptions
 from kernelzero.judge.core import Judge
+from kernelzero.judge.sandbox import pack
 from kernelzero.judge.sandbox.process import OUTPUTS, SEALS, WorkerExit, load_sealed
 from kernelzero.tasks import Task
 
@@ -24,11 +25,10 @@ FIX = Path(__file__).parents[1] / "fixtures" / "judge"
 
 
 def memfd(obj=None, seal: bool = True) -> int:
-    """A memfd holding `torch.save(obj)` (nothing when None), sealed as the harness seals its outputs."""
+    """A memfd holding `obj` as a pack (nothing when None), sealed as the harness seals its outputs."""
     fd = os.memfd_create("kz-forged", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     if obj is not None:
-        with open(fd, "wb", closefd=False) as f:
-            torch.save(obj, f)
+        pack.pack(fd, torch, obj)
     if seal:
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
     return fd
@@ -46,6 +46,9 @@ class ForgedSandbox:
 
     def load_output(self, name: str):
         return load_sealed(self.fds[name], name)
+
+    def output_bytes(self) -> int:
+        return sum(os.fstat(fd).st_size for fd in self.fds.values())
 
     def start(self) -> None: ...
 

@@ -154,7 +154,7 @@ def test_replay_refills_inputs_without_moving_their_version():
     seen = []
     bound.synchronize = lambda: None
 
-    def fake_forward(torch_, bound_, model, inputs, device, recorder=None):
+    def fake_forward(torch_, bound_, model, inputs, device, recorder=None, keep=None):
         seen.append((inputs[0].data_ptr(), inputs[0]._version, inputs[0].clone()))
         return "tensor", [inputs[0].clone()]
 

@@ -15,6 +15,7 @@ import torch
 
 from kernelzero.judge.core import Judge, Reference
 from kernelzero.judge.options import JudgeOptions
+from kernelzero.judge.sandbox import pack
 from kernelzero.judge.sandbox.harness import Bound
 from kernelzero.judge.sandbox.judge_jobs import capture_output, save_captured
 from kernelzero.judge.sandbox.process import OUTPUTS, SEALS, load_sealed
@@ -122,8 +123,7 @@ def _saved(obj) -> _HostBound:
     """A worker whose `timed` memfd holds `obj`, sealed (as written by a forging worker, not by save_captured)."""
     worker = _HostBound()
     fd = worker.output_fds["timed"]
-    with open(fd, "wb", closefd=False) as f:
-        torch.save(obj, f)
+    pack.pack(fd, torch, obj)
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
     return worker
 
@@ -168,8 +168,7 @@ def test_saved_timed_outputs_are_sealed_against_a_later_rewrite():
 def test_parent_rejects_timed_outputs_that_were_not_sealed():
     judge, ref = _reference(Double())
     worker = _HostBound()
-    with open(worker.output_fds["timed"], "wb", closefd=False) as f:
-        torch.save(ref.timed_outputs, f)  # the right answers, in a memfd that could still change
+    pack.pack(worker.output_fds["timed"], torch, ref.timed_outputs)  # the right answers, in a memfd that could change
     guard, feedback = judge._check_timed_outputs(worker, ref)
     assert guard == "channel" and "did not seal" in feedback
 

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import torch
 
-
 CHUNK = 1 << 28  # elements compared at once: 1 GB of fp32 per side on the device, whatever the output's size
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
-import random
 import threading
 import time
 from collections import OrderedDict
@@ -33,19 +32,11 @@ from typing import Any, TypeVar
 
 import torch
 
+from kernelzero.judge.admission import MemoryPlanning, _memory_figures, _put, _replay_plan, _seeds
 from kernelzero.judge.build.farm import BuildFarm
 from kernelzero.judge.check import compare, degenerate_canary  # noqa: F401 (degenerate_canary: re-exported)
 from kernelzero.judge.env import fingerprint
-from kernelzero.judge.footprint import (
-    GB,
-    WORKER_GPU,
-    WORKER_HOST,
-    Footprint,
-    MemoryGate,
-    Plan,
-    choose_plan,
-    host_memory_bytes,
-)
+from kernelzero.judge.footprint import Footprint, MemoryGate, Plan
 from kernelzero.judge.guards import STATIC, library_op_violation, timing_violation
 from kernelzero.judge.options import BACKENDS, JudgeOptions
 from kernelzero.judge.sandbox.messages import (
@@ -82,11 +73,6 @@ def source_hash(*parts: str) -> str:
         h.update(p.encode())
         h.update(b"\0")
     return h.hexdigest()[:16]
-
-
-def _seeds(n: int) -> list[int]:
-    rng = random.SystemRandom()  # os.urandom: nothing in a candidate's process can predict these
-    return [rng.randrange(1, 2**31 - 1) for _ in range(n)]
 
 
 def _timing(stats: dict | None) -> Timing | None:
@@ -143,7 +129,7 @@ def _nbytes(tensors: list) -> int:
     return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
 
 
-class Judge:
+class Judge(MemoryPlanning):
     """Judges candidates against tasks. Thread-safe: a pool calls `judge` from many threads."""
 
     def __init__(self, options: JudgeOptions | None = None):
@@ -364,83 +350,6 @@ class Judge:
             ref.footprint = Footprint(0, _nbytes(ref.outputs[0]) if ref.outputs else 0, 0)
         return True
 
-    # ------------------------------------------------------------------ memory
-    def gate(self) -> MemoryGate:
-        """The admission gate this judge's workers pass (a pool shares one across its judges); made on first use."""
-        with self._lock:
-            if self._gate is None:
-                capacity = {"host": self._host_capacity()}
-                if self.device == "cuda":
-                    capacity[self.gpu_key] = self._gpu_capacity()
-                self._gate = MemoryGate(capacity)
-            return self._gate
-
-    def set_gate(self, gate: MemoryGate, gpu_key: str) -> None:
-        self._gate, self.gpu_key = gate, gpu_key
-
-    def _gpu_capacity(self) -> int:
-        """Device bytes this judge's workers may reserve: the GPU's memory less the judge's own share (references
-        kept on the device, the comparison's chunks, its context), or `gpu_memory_gb` when set."""
-        o = self.options
-        if o.gpu_memory_gb:
-            return int(o.gpu_memory_gb * GB)
-        index = torch.device(self.compare_device or "cuda").index or 0
-        total = torch.cuda.get_device_properties(index).total_memory
-        return int(total - (o.reference_device_gb + 4) * GB)
-
-    def _host_capacity(self) -> int:
-        """Host bytes the workers' outputs and resident sets may take: 60% of what the machine has free, less the
-        reference cache, or `host_memory_gb` when set."""
-        o = self.options
-        if o.host_memory_gb:
-            return int(o.host_memory_gb * GB)
-        return max(4 * GB, int(0.6 * host_memory_bytes() - o.reference_cache_gb * GB))
-
-    def _too_large(self, fp: Footprint | None) -> str | None:
-        """Why a task cannot be judged on this machine at all, in one line, or None."""
-        if fp is None:
-            return None
-        gate = self.gate()
-        least = choose_plan(self._full_plan(), fp.out_bytes, 0)
-        sizes = (f"inputs {fp.in_bytes / GB:.1f} GB, outputs {fp.out_bytes / GB:.1f} GB, parameters "
-                 f"{fp.param_bytes / GB:.1f} GB")  # fmt: skip
-        if self.device == "cuda" and fp.gpu_need() > gate.capacity[self.gpu_key]:
-            return (f"the task needs about {fp.gpu_need() / GB:.0f} GB of GPU memory ({sizes}), more than the "
-                    f"{gate.capacity[self.gpu_key] / GB:.0f} GB one job may use on this GPU")
-        if fp.host_need(least) > gate.capacity["host"]:
-            return (f"the task needs about {fp.host_need(least) / GB:.0f} GB of host memory for its outputs "
-                    f"({sizes}), more than the {gate.capacity['host'] / GB:.0f} GB the judge may use")
-        return None
-
-    def _full_plan(self) -> Plan:
-        o = self.options
-        return Plan(o.trials, len(_replay_plan(o.trials)), 2, o.timing_sets)
-
-    def _plan(self, ref: Reference) -> None:
-        """Shrink `ref`'s seeds, replays, wide trials and timing sets to the plan its output size allows."""
-        full = self._full_plan()
-        out = ref.footprint.out_bytes if ref.footprint is not None else None
-        plan = choose_plan(full, out, self.options.kept_output_gb * GB)
-        ref.plan = plan
-        if plan == full:
-            return
-        ref.seeds = ref.seeds[: plan.trials]
-        last = plan.trials - 1  # the last trial's buffer, new contents: the probe a pointer-keyed cache fails
-        ref.replay = ([[last, _seeds(1)[0]]] if plan.replays == 1 else
-                      [[0, 0], [0, _seeds(1)[0]], [last, _seeds(1)[0]]][: plan.replays])  # fmt: skip
-        ref.wide = ref.wide[: plan.wide]
-        ref.timing_seeds = ref.timing_seeds[: plan.timing_sets]
-
-    def _needs(self, fp: Footprint | None, plan: Plan, alone: bool, measured: int | None = None) -> dict[str, int]:
-        """What one worker of this task holds: GPU (its footprint, or the reference's measured peak), host (its
-        outputs); `alone`: the whole GPU, for a run that ran out of memory beside others."""
-        gate = self.gate()
-        need = {"host": fp.host_need(plan) if fp is not None else WORKER_HOST + 4 * GB}
-        if self.device == "cuda":
-            gpu = fp.gpu_need(measured) if fp is not None else max(WORKER_GPU + (measured or 0), 8 * GB)
-            need[self.gpu_key] = gate.capacity[self.gpu_key] if alone else gpu
-        return need
-
     def _candidate(self, task: Task, source: str, ref: Reference, base: dict, build: Future | None) -> Verdict:
         o = self.options
         stage_s: dict[str, float] = {}
@@ -646,23 +555,6 @@ class Judge:
                 verdict.speedup_compile = verdict.compile_runtime.median_ms / verdict.runtime.median_ms
 
 
-def _gb(n: int | None) -> float | None:
-    return None if n is None else round(n / GB, 3)
-
-
-def _put(memory: dict[str, float], **figures: int | None) -> None:
-    """Set `Verdict.memory` figures given in bytes, as GB; unknown ones (None) are left out."""
-    memory.update({k: _gb(v) for k, v in figures.items() if v is not None})
-
-
-def _memory_figures(ref: Reference) -> dict[str, float]:
-    """The reference's figures for `Verdict.memory` (the candidate's are added as they arrive)."""
-    host = (ref.rss_peak or 0) + (ref.footprint.out_bytes * ref.plan.sets if ref.footprint and ref.plan else 0)
-    memory: dict[str, float] = {}
-    _put(memory, ref_gpu=ref.gpu_peak, ref_host=host or None)
-    return memory
-
-
 def _receive(sb: Sandbox, deadline: float, job: str) -> Message | None:
     """The worker's next message, read as its job's protocol (`messages.parse`); None when it exited. Raises
     ProtocolError for a message the judge cannot read (a forged one: the key lives in the worker)."""
@@ -689,12 +581,3 @@ def _waited(stage_s: dict[str, float], name: str, lock):
     with lock:
         stage_s[name] = round(time.monotonic() - t0, 3)
         yield
-
-
-def _replay_plan(trials: int) -> list[list[int]]:
-    """Replay trials, drawn here (unseen by candidates): [trial, perturbation seed], perturbed ones right after
-    their plain twin so a cache keyed on the buffer sees the same pointer and almost the same contents."""
-    rng = random.SystemRandom()
-    j = rng.randrange(max(1, trials - 1))  # not the last trial: a "return the last output" cache fails at once
-    k = rng.randrange(trials)
-    return [[j, 0], [j, _seeds(1)[0]], [k, 0], [k, _seeds(1)[0]], [j, _seeds(1)[0]]]

@@ -27,8 +27,8 @@ _GC_EVENTS = {"gc.get_objects", "gc.get_referrers", "gc.get_referents"}
 _FUNCTION_ATTRS = {"__code__", "__defaults__", "__kwdefaults__"}
 SEALED_MODULES = ("kernelzero.judge.timing", "kernelzero.judge.guards", "kernelzero.judge.sandbox.harness",
                   "kernelzero.judge.sandbox.judge_jobs", "kernelzero.judge.sandbox.messages",
-                  "kernelzero.judge.sandbox.process", "kernelzero.judge.sandbox.integrity", "kernelzero.judge.sandbox.pack",
-                  "kernelzero.judge.build.farm")  # fmt: skip
+                  "kernelzero.judge.sandbox.process", "kernelzero.judge.sandbox.integrity",
+                  "kernelzero.judge.sandbox.pack", "kernelzero.judge.build.farm")  # fmt: skip
 
 
 class IntrospectionWatch:

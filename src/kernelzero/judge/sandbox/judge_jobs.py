@@ -119,7 +119,7 @@ def job_reference(job: dict, chan: Channel, torch, bound: Bound) -> None:
             wide.append([out.add(t) for t in outs] if wide_usable(torch, outs, kept[0]) else None)
         except Exception:
             wide.append(None)
-    del kept
+    kept.clear()  # the device copies go before timing
     bound.seal("out", out, {"outputs": outputs, "replay": replay, "wide": wide})
     chan.send(wire(ReferenceOutputs(structures=structures, checksums=sums, ops=recorder.ops, degenerate=degenerate,
                                     gpu_peak=gpu_peak(torch), rss_peak=rss_peak())))  # fmt: skip

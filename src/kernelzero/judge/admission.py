@@ -1,0 +1,137 @@
+"""The judge's side of memory: the admission gate, a task's plan by output size, `too_large`, what a worker needs.
+
+`Judge` inherits these (`MemoryPlanning`); the sizes and the gate themselves are `footprint`'s. Also here: the
+trial seeds and the replay plan, which a plan shrinks.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+import torch
+
+from kernelzero.judge.footprint import (
+    GB,
+    WORKER_GPU,
+    WORKER_HOST,
+    Footprint,
+    MemoryGate,
+    Plan,
+    choose_plan,
+    host_memory_bytes,
+)
+
+if TYPE_CHECKING:
+    from kernelzero.judge.core import Reference
+
+
+def _seeds(n: int) -> list[int]:
+    rng = random.SystemRandom()  # os.urandom: nothing in a candidate's process can predict these
+    return [rng.randrange(1, 2**31 - 1) for _ in range(n)]
+
+
+def _replay_plan(trials: int) -> list[list[int]]:
+    """Replay trials, drawn here (unseen by candidates): [trial, perturbation seed], perturbed ones right after
+    their plain twin so a cache keyed on the buffer sees the same pointer and almost the same contents."""
+    rng = random.SystemRandom()
+    j = rng.randrange(max(1, trials - 1))  # not the last trial: a "return the last output" cache fails at once
+    k = rng.randrange(trials)
+    return [[j, 0], [j, _seeds(1)[0]], [k, 0], [k, _seeds(1)[0]], [j, _seeds(1)[0]]]
+
+
+def _gb(n: int | None) -> float | None:
+    return None if n is None else round(n / GB, 3)
+
+
+def _put(memory: dict[str, float], **figures: int | None) -> None:
+    """Set `Verdict.memory` figures given in bytes, as GB; unknown ones (None) are left out."""
+    memory.update({k: _gb(v) for k, v in figures.items() if v is not None})
+
+
+def _memory_figures(ref: Reference) -> dict[str, float]:
+    """The reference's figures for `Verdict.memory` (the candidate's are added as they arrive)."""
+    host = (ref.rss_peak or 0) + (ref.footprint.out_bytes * ref.plan.sets if ref.footprint and ref.plan else 0)
+    memory: dict[str, float] = {}
+    _put(memory, ref_gpu=ref.gpu_peak, ref_host=host or None)
+    return memory
+
+
+class MemoryPlanning:
+    """Mixed into `Judge`: admission by memory and the plan of a task's trials (attributes are the Judge's)."""
+
+    def gate(self) -> MemoryGate:
+        """The admission gate this judge's workers pass (a pool shares one across its judges); made on first use."""
+        with self._lock:
+            if self._gate is None:
+                capacity = {"host": self._host_capacity()}
+                if self.device == "cuda":
+                    capacity[self.gpu_key] = self._gpu_capacity()
+                self._gate = MemoryGate(capacity)
+            return self._gate
+
+    def set_gate(self, gate: MemoryGate, gpu_key: str) -> None:
+        self._gate, self.gpu_key = gate, gpu_key
+
+    def _gpu_capacity(self) -> int:
+        """Device bytes this judge's workers may reserve: the GPU's memory less the judge's own share (references
+        kept on the device, the comparison's chunks, its context), or `gpu_memory_gb` when set."""
+        o = self.options
+        if o.gpu_memory_gb:
+            return int(o.gpu_memory_gb * GB)
+        index = torch.device(self.compare_device or "cuda").index or 0
+        total = torch.cuda.get_device_properties(index).total_memory
+        return int(total - (o.reference_device_gb + 4) * GB)
+
+    def _host_capacity(self) -> int:
+        """Host bytes the workers' outputs and resident sets may take: 60% of what the machine has free, less the
+        reference cache, or `host_memory_gb` when set."""
+        o = self.options
+        if o.host_memory_gb:
+            return int(o.host_memory_gb * GB)
+        return max(4 * GB, int(0.6 * host_memory_bytes() - o.reference_cache_gb * GB))
+
+    def _too_large(self, fp: Footprint | None) -> str | None:
+        """Why a task cannot be judged on this machine at all, in one line, or None."""
+        if fp is None:
+            return None
+        gate = self.gate()
+        least = choose_plan(self._full_plan(), fp.out_bytes, 0)
+        sizes = (f"inputs {fp.in_bytes / GB:.1f} GB, outputs {fp.out_bytes / GB:.1f} GB, parameters "
+                 f"{fp.param_bytes / GB:.1f} GB")  # fmt: skip
+        if self.device == "cuda" and fp.gpu_need() > gate.capacity[self.gpu_key]:
+            return (f"the task needs about {fp.gpu_need() / GB:.0f} GB of GPU memory ({sizes}), more than the "
+                    f"{gate.capacity[self.gpu_key] / GB:.0f} GB one job may use on this GPU")
+        if fp.host_need(least) > gate.capacity["host"]:
+            return (f"the task needs about {fp.host_need(least) / GB:.0f} GB of host memory for its outputs "
+                    f"({sizes}), more than the {gate.capacity['host'] / GB:.0f} GB the judge may use")
+        return None
+
+    def _full_plan(self) -> Plan:
+        o = self.options
+        return Plan(o.trials, len(_replay_plan(o.trials)), 2, o.timing_sets)
+
+    def _plan(self, ref: Reference) -> None:
+        """Shrink `ref`'s seeds, replays, wide trials and timing sets to the plan its output size allows."""
+        full = self._full_plan()
+        out = ref.footprint.out_bytes if ref.footprint is not None else None
+        plan = choose_plan(full, out, self.options.kept_output_gb * GB)
+        ref.plan = plan
+        if plan == full:
+            return
+        ref.seeds = ref.seeds[: plan.trials]
+        last = plan.trials - 1  # the last trial's buffer, new contents: the probe a pointer-keyed cache fails
+        ref.replay = ([[last, _seeds(1)[0]]] if plan.replays == 1 else
+                      [[0, 0], [0, _seeds(1)[0]], [last, _seeds(1)[0]]][: plan.replays])  # fmt: skip
+        ref.wide = ref.wide[: plan.wide]
+        ref.timing_seeds = ref.timing_seeds[: plan.timing_sets]
+
+    def _needs(self, fp: Footprint | None, plan: Plan, alone: bool, measured: int | None = None) -> dict[str, int]:
+        """What one worker of this task holds: GPU (its footprint, or the reference's measured peak), host (its
+        outputs); `alone`: the whole GPU, for a run that ran out of memory beside others."""
+        gate = self.gate()
+        need = {"host": fp.host_need(plan) if fp is not None else WORKER_HOST + 4 * GB}
+        if self.device == "cuda":
+            gpu = fp.gpu_need(measured) if fp is not None else max(WORKER_GPU + (measured or 0), 8 * GB)
+            need[self.gpu_key] = gate.capacity[self.gpu_key] if alone else gpu
+        return need
