@@ -3,7 +3,7 @@
 # Carry .whl (wheels the image lacks: pydantic for KernelBench; trl, datasets, dill, multiprocess for `train`) and .kb
 # (a KernelBench checkout's src/ and KernelBench/level1,2 for `eval`, never committed) and .audit (the libclang wheel, for
 # `lean_audit` when no table matches the machine's torch headers: it writes one, into the tree and $OUT).
-# Steps (KZ_STEPS): gpu_tests timing lean_audit pch_check throughput first_call train eval; on 2+ GPUs: coder2
+# Steps (KZ_STEPS): gpu_tests timing lean_audit pch_check throughput first_call train eval sweep big; on 2+ GPUs: coder2
 # multi_gpu.
 set -uo pipefail
 OUT="${OUT:-/tmp/kz-out}"; mkdir -p "$OUT"
@@ -40,6 +40,10 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
               --out /tmp/kz-coder2 && cp /tmp/kz-coder2/steps.jsonl $OUT/coder2_steps.jsonl" ;;
     multi_gpu) step multi_gpu timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/multi_gpu.py --out "$OUT/multi_gpu.json" ;;
     first_call) step first_call timeout ${KZ_FIRST_CALL_TIMEOUT:-120} python3 bench/first_call.py ;;
+    sweep) step sweep timeout ${KZ_SWEEP_TIMEOUT:-590} python3 bench/kb_sweep.py --kernelbench .kb/KernelBench \
+              --levels ${KZ_LEVELS:-1 2 3} --out "${KZ_SWEEP_OUT:-$OUT/sweep}" --time-limit ${KZ_SWEEP_LIMIT:-480} ;;
+    big) step big timeout ${KZ_BIG_TIMEOUT:-590} python3 bench/kb_big.py --kernelbench .kb/KernelBench --out "$OUT/big" \
+              ${KZ_BIG_ARGS:-} ;;
     eval) step eval timeout ${KZ_EVAL_TIMEOUT:-600} python3 -m kernelzero.cli eval --tasks .kb/KernelBench \
               --solutions bench/kb_solutions --only-with-solutions --backend triton --workers 1 --out "$OUT/eval" ;;
   esac
