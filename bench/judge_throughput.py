@@ -57,8 +57,11 @@ def _kb_eval(task_path: str, cand_path: str, ext_dir: str, device: str, tag: str
 
     os.environ["TORCH_EXTENSIONS_DIR"] = ext_dir
     task, cand = _load(task_path, f"kb_task_{tag}"), _load(cand_path, f"kb_cand_{tag}")
+    init = task.get_init_inputs()  # as KernelBench: both modules built from the task's init inputs
     torch.manual_seed(42)
-    ref, new = task.Model().to(device), cand.ModelNew().to(device)
+    ref = task.Model(*init).to(device)
+    torch.manual_seed(42)
+    new = cand.ModelNew(*init).to(device)
     good = True
     with torch.no_grad():
         for trial in range(5):

@@ -26,13 +26,17 @@ from pathlib import Path
 SOLUTIONS = Path(__file__).resolve().parent / "kb_solutions"
 # Per-task sizes where the generic cap would not exercise the kernel's structure: a streamed or tiled dimension must
 # span several blocks (or chunks) and end in a partial one. Softmax streams rows in 2048-wide chunks; the dim-1
-# reductions tile the reduced dim by 32 rows and the kept one by 128 columns; layer norm splits each row into
-# 16384-element chunks; the two losses into 16384-element chunks of the flattened input (hinge needs the two sizes
-# equal: its targets broadcast along the last dim); the mat-vec streams K in 4096-wide blocks.
+# reductions tile the reduced dim by 32 rows and the kept one by 128 columns (the sum by 64 and 256); layer norm
+# splits each row into 16384-element chunks; the two losses into 16384-element chunks of the flattened input (hinge
+# needs the two sizes equal: its targets broadcast along the last dim); the mat-vec streams K in 4096-wide blocks.
+# Log-softmax streams rows in 4096-wide chunks; RMS norm tiles the features by 64 (100: the looped path, two tiles)
+# and the spatial positions by 64.
 _REDUCE = {"dim1": 100, "dim2": 300}
 _LOSS = {"batch_size": 200, "input_shape": (200,)}
 OVERRIDES: dict[str, dict[str, int | tuple[int, ...]]] = {
     "23_Softmax": {"dim": 4099},
+    "24_LogSoftmax": {"dim": 9000},
+    "36_RMSNorm_": {"features": 100, "dim1": 10, "dim2": 30},
     "47_Sum_reduction_over_a_dimension": _REDUCE,
     "48_Mean_reduction_over_a_dimension": _REDUCE,
     "49_Max_reduction_over_a_dimension": _REDUCE,
