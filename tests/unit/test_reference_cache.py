@@ -1,8 +1,11 @@
 """The judge's reference cache is bounded: least recently used tasks are dropped past `reference_cache_gb`."""
 
+import gc
+
 import torch
 
 from kernelzero.judge.core import Judge, Reference
+from kernelzero.judge.footprint import MemoryGate
 from kernelzero.judge.options import JudgeOptions
 
 
@@ -36,29 +39,37 @@ def test_one_reference_is_kept_whatever_its_size():
 
 
 def test_references_live_on_the_compare_device_while_they_fit_its_budget():
-    """`_place` moves a reference's tensors to the compare device up to `reference_device_gb` (the meta device
-    stands in for a GPU here); the rest stay in host memory, and an evicted one gives its device bytes back."""
+    """`_keep` moves a reference's tensors to the compare device up to `reference_device_gb` (the meta device
+    stands in for a GPU here) and holds their bytes in the admission gate; the rest stay in host memory, held there.
+    A reference gives its bytes back when it is gone (evicted and no longer used by any candidate)."""
     size = 2 * 1024 * 4  # _ref(1024): outputs and replays, 8 KiB
-    judge = Judge(JudgeOptions(device="cpu", reference_device_gb=2 * size / 2**30, reference_cache_gb=3 * size / 2**30))
+    judge = Judge(JudgeOptions(device="cpu", reference_cache_gb=3 * size / 2**30))
     judge.compare_device = "meta"
+    gate = MemoryGate({"gpu": 1 << 30, "refs:gpu": 2 * size, "host": 1 << 30})
+    judge.set_gate(gate, "gpu")
     refs = {key: _ref(1024) for key in "abc"}
     refs["a"].timed_outputs = [("tensor", [])]
     for key, ref in refs.items():
-        judge._place(ref)
+        judge._keep(ref)
         judge._refs[key] = ref
     assert [r.on_device for r in refs.values()] == [True, True, False]
     assert refs["a"].outputs[0][0].device.type == "meta" and refs["a"].replay_outputs[0][0].device.type == "meta"
     assert refs["c"].outputs[0][0].device.type == "cpu"
-    assert judge._device_bytes == 2 * size
-    judge._refs["d"] = _ref(1024)  # past reference_cache_gb: `a`, the oldest, goes, and its device bytes with it
+    assert gate.held == {"gpu": 2 * size, "refs:gpu": 2 * size, "host": size}
+    judge._refs["d"] = _ref(1024)  # past reference_cache_gb: `a`, the oldest, goes
     judge._evict()
-    assert list(judge._refs) == ["b", "c", "d"] and judge._device_bytes == size
-    judge._place(d := judge._refs["d"])
-    assert d.on_device and judge._device_bytes == 2 * size
+    assert list(judge._refs) == ["b", "c", "d"]
+    assert gate.held["refs:gpu"] == 2 * size  # a candidate may still be judged against `a`: its bytes stay held
+    del refs
+    gc.collect()
+    assert gate.held["refs:gpu"] == size  # `a` is gone: its device bytes are back
+    judge._keep(d := judge._refs["d"])
+    assert d.on_device and gate.held["refs:gpu"] == 2 * size
 
 
 def test_no_reference_moves_when_outputs_are_compared_on_the_cpu():
     judge = Judge(JudgeOptions(device="cpu"))
     ref = _ref(16)
-    judge._place(ref)
-    assert not ref.on_device and ref.outputs[0][0].device.type == "cpu" and judge._device_bytes == 0
+    judge._keep(ref)
+    assert not ref.on_device and ref.outputs[0][0].device.type == "cpu"
+    assert judge.gate().held["host"] == ref.nbytes

@@ -64,32 +64,36 @@ class MemoryPlanning:
         """The admission gate this judge's workers pass (a pool shares one across its judges); made on first use."""
         with self._lock:
             if self._gate is None:
-                capacity = {"host": self._host_capacity()}
-                if self.device == "cuda":
-                    capacity[self.gpu_key] = self._gpu_capacity()
-                self._gate = MemoryGate(capacity)
+                self._gate = MemoryGate(self.capacities(warm_workers=0))
             return self._gate
 
     def set_gate(self, gate: MemoryGate, gpu_key: str) -> None:
         self._gate, self.gpu_key = gate, gpu_key
 
+    def capacities(self, warm_workers: int) -> dict[str, int]:
+        """This judge's resources in a gate: its GPU, the references it may keep there, and the host's memory."""
+        caps = {"host": self._host_capacity(warm_workers)}
+        if self.device == "cuda":
+            caps[self.gpu_key] = self._gpu_capacity()
+            caps[f"refs:{self.gpu_key}"] = int(self.options.reference_device_gb * GB)
+        return caps
+
     def _gpu_capacity(self) -> int:
-        """Device bytes this judge's workers may reserve: the GPU's memory less the judge's own share (references
-        kept on the device, the comparison's chunks, its context), or `gpu_memory_gb` when set."""
+        """Device bytes this judge's workers and kept references may take: the GPU's memory less the judge's own
+        context and comparison chunks, or `gpu_memory_gb` when set."""
         o = self.options
         if o.gpu_memory_gb:
             return int(o.gpu_memory_gb * GB)
         index = torch.device(self.compare_device or "cuda").index or 0
-        total = torch.cuda.get_device_properties(index).total_memory
-        return int(total - (o.reference_device_gb + 4) * GB)
+        return int(torch.cuda.get_device_properties(index).total_memory - 4 * GB)
 
-    def _host_capacity(self) -> int:
-        """Host bytes the workers' outputs and resident sets may take: 60% of what the machine has free, less the
-        reference cache, or `host_memory_gb` when set."""
+    def _host_capacity(self, warm_workers: int) -> int:
+        """Host bytes admitted workers and kept references may take: 80% of what the machine has free, less the
+        judge's own process and the resident sets of `warm_workers` idle pre-spawned workers, or `host_memory_gb`."""
         o = self.options
         if o.host_memory_gb:
             return int(o.host_memory_gb * GB)
-        return max(4 * GB, int(0.6 * host_memory_bytes() - o.reference_cache_gb * GB))
+        return max(4 * GB, int(0.8 * host_memory_bytes()) - warm_workers * WORKER_HOST - 4 * GB)
 
     def _too_large(self, fp: Footprint | None) -> str | None:
         """Why a task cannot be judged on this machine at all, in one line, or None."""

@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
@@ -107,7 +108,7 @@ class Reference:
     degenerate: str | None = None  # the canary that passes the check on this task (zeros, mean, input), if any
     timed_outputs: list = field(default_factory=list)  # [(structure, tensors)] per timing input set (guard replay)
     seconds: float = 0.0  # wall time to compute it (worker start to timing), for throughput figures
-    on_device: bool = False  # its tensors live on the judge's compare GPU (`Judge._place`)
+    on_device: bool = False  # its tensors live on the judge's compare GPU (`Judge._keep`)
     footprint: Footprint | None = None  # one forward's bytes (the meta device's measure, else the real outputs')
     plan: Plan | None = None  # how many trials, replays, wide trials and timed sets its output size allows
     need: dict[str, int] = field(default_factory=dict)  # what the reference's worker was admitted with
@@ -140,7 +141,6 @@ class Judge(MemoryPlanning):
         self._refs: OrderedDict[str, Reference] = OrderedDict()  # least recently used first
         self._ref_locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
-        self._device_bytes = 0  # of references kept on the compare GPU (`_place`)
         self.timing_lock = threading.Lock()  # one timed module at a time on the GPU
         # Throughput, set by the pools: a CPU build farm, env for every worker (CUDA_VISIBLE_DEVICES of
         # this judge's GPU), and a bound on live candidate workers. Unset: builds happen in the candidate worker.
@@ -196,30 +196,37 @@ class Judge(MemoryPlanning):
                 ref = self._run_reference(task, alone=True)
                 if ref.out_of_memory:
                     ref.too_large = f"the reference ran out of GPU memory with the GPU to itself: {ref.error[-300:]}"
+            self._keep(ref)
             with self._lock:
-                self._place(ref)
                 self._refs[key] = ref
                 self._evict()
             return ref
 
-    def _place(self, ref: Reference) -> None:
-        """Keep `ref`'s tensors on the compare GPU while they fit in `reference_device_gb`: every compare then copies
-        only the candidate's outputs there (the reference's copy took as long). Called under `self._lock`."""
+    def _keep(self, ref: Reference) -> None:
+        """Account `ref`'s kept tensors in the admission gate for as long as `ref` lives (a candidate still judged
+        against an evicted reference keeps it alive): on the compare GPU when they fit beside the other references
+        (`reference_device_gb`; every compare then copies only the candidate's outputs there), else in host memory.
+        Released when `ref` is garbage collected."""
         n = ref.nbytes
-        if self.compare_device in (None, "cpu") or ref.error is not None:
+        if not n or ref.error is not None:
             return
-        if self._device_bytes + n > self.options.reference_device_gb * 2**30:
-            return
+        gate = self.gate()
+        held = None
+        if self.compare_device not in (None, "cpu"):
+            held = gate.acquire({self.gpu_key: n, f"refs:{self.gpu_key}": n}, block=False)
+        if held is not None:
 
-        def moved(tensors: list) -> list:
-            return [t.to(self.compare_device) if isinstance(t, torch.Tensor) else t for t in tensors]
+            def moved(tensors: list) -> list:
+                return [t.to(self.compare_device) if isinstance(t, torch.Tensor) else t for t in tensors]
 
-        ref.outputs = [moved(ts) for ts in ref.outputs]
-        ref.replay_outputs = [moved(ts) for ts in ref.replay_outputs]
-        ref.wide_outputs = [moved(ts) for ts in ref.wide_outputs]
-        ref.timed_outputs = [(s, moved(ts)) for s, ts in ref.timed_outputs]
-        ref.on_device = True
-        self._device_bytes += n
+            ref.outputs = [moved(ts) for ts in ref.outputs]
+            ref.replay_outputs = [moved(ts) for ts in ref.replay_outputs]
+            ref.wide_outputs = [moved(ts) for ts in ref.wide_outputs]
+            ref.timed_outputs = [(s, moved(ts)) for s, ts in ref.timed_outputs]
+            ref.on_device = True
+        else:
+            held = gate.acquire({"host": n})
+        weakref.finalize(ref, gate.release, held)
 
     def _evict(self) -> None:
         """Drop least recently used references past `reference_cache_gb` (a long run meets thousands of tasks). An
@@ -230,8 +237,6 @@ class Judge(MemoryPlanning):
             key, old = self._refs.popitem(last=False)
             self._ref_locks.pop(key, None)
             total -= old.nbytes
-            if old.on_device:
-                self._device_bytes -= old.nbytes
 
     def _trials_guard(self):
         shared = getattr(self.timing_lock, "shared", None)  # a SharedExclusiveLock when a pool set one

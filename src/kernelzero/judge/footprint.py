@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 GB = 2**30
 WORKER_GPU = 1 * GB  # a worker's CUDA context, allocator slack and the first Triton/cuBLAS workspaces
-WORKER_HOST = 2 * GB  # a worker's resident set: torch, CUDA libraries, the task
+WORKER_HOST = 5 * GB // 2  # a worker's resident set: torch, the CUDA libraries and context, Triton, the task
 
 
 @dataclass(frozen=True)
@@ -95,29 +95,45 @@ class MemoryGate:
         self.capacity = dict(capacity)
         self.held = {k: 0 for k in capacity}
         self.peak = {k: 0 for k in capacity}
-        self._cond = threading.Condition()
+        self._cond = threading.Condition(threading.RLock())  # re-entrant: a finalizer may release in any thread
         self._queue: deque[object] = deque()
 
     def _clamped(self, need: dict[str, int]) -> dict[str, int]:
         return {k: min(max(0, int(v)), self.capacity[k]) for k, v in need.items() if k in self.capacity}
 
-    @contextmanager
-    def hold(self, need: dict[str, int]):
+    def acquire(self, need: dict[str, int], block: bool = True) -> dict[str, int] | None:
+        """Hold `need` (clamped to each capacity) and return what is held; without `block`, None at once when it does
+        not fit now or others are waiting (it never jumps the queue)."""
         need = self._clamped(need)
-        ticket = object()
         with self._cond:
-            self._queue.append(ticket)
-            while self._queue[0] is not ticket or any(self.held[k] + v > self.capacity[k] for k, v in need.items()):
-                self._cond.wait()
-            self._queue.popleft()
+            if not block:
+                if self._queue or not self._fits(need):
+                    return None
+            else:
+                ticket = object()
+                self._queue.append(ticket)
+                while self._queue[0] is not ticket or not self._fits(need):
+                    self._cond.wait()
+                self._queue.popleft()
             for k, v in need.items():
                 self.held[k] += v
                 self.peak[k] = max(self.peak[k], self.held[k])
             self._cond.notify_all()
+        return need
+
+    def release(self, held: dict[str, int]) -> None:
+        with self._cond:
+            for k, v in held.items():
+                self.held[k] -= v
+            self._cond.notify_all()
+
+    def _fits(self, need: dict[str, int]) -> bool:
+        return all(self.held[k] + v <= self.capacity[k] for k, v in need.items())
+
+    @contextmanager
+    def hold(self, need: dict[str, int]):
+        held = self.acquire(need)
         try:
-            yield need
+            yield held
         finally:
-            with self._cond:
-                for k, v in need.items():
-                    self.held[k] -= v
-                self._cond.notify_all()
+            self.release(held)

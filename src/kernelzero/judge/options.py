@@ -50,7 +50,7 @@ class JudgeOptions:
     above every GPU's (H200 4.8, B200 8); 0 turns the guard off."""
     reference_cache_gb: float = 8.0
     """Reference results kept in the judge's memory (least recently used tasks dropped past this)."""
-    reference_device_gb: float = 8.0
+    reference_device_gb: float = 32.0
     """Of those, how many GB stay on the judge's GPU, where outputs are compared (0: none; the rest in host memory)."""
     kept_output_gb: float = 4.0
     """Outputs one judging keeps per side (reference, candidate). A task whose trials, replays, wide trials and timed
@@ -59,8 +59,8 @@ class JudgeOptions:
     gpu_memory_gb: float = 0.0
     """GPU memory the pool admits workers against (0: the device's memory less the judge's own share)."""
     host_memory_gb: float = 0.0
-    """Host memory the pool admits workers' outputs against (0: 60% of what the machine has free, less the
-    reference cache)."""
+    """Host memory the pool admits workers' outputs and kept references against (0: 80% of what the machine has free,
+    less the judge's process and the pre-spawned workers)."""
     memory_limit_gb: float = 16.0
     """Address-space limit of CPU workers (not applied on GPU: CUDA reserves huge virtual ranges)."""
 

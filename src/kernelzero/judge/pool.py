@@ -118,14 +118,15 @@ class JudgePool:
             self.slots_per_gpu = slots_per_gpu
         else:
             default = max(1, os.cpu_count() or 2)
+        self.workers = workers or default
         # One admission gate for every judge: a GPU each, and the host's memory, which they share.
-        capacity = {"host": self.judge_._host_capacity()}
-        if self.judge_.device == "cuda":
-            capacity.update({j.gpu_key: j._gpu_capacity() for j in self.judges})
+        n_warm = len(self.judges) * (2 * (slots_per_gpu or 0) if self.farm is not None else self.workers) if warm else 0
+        capacity: dict[str, int] = {}
+        for judge in self.judges:
+            capacity.update(judge.capacities(n_warm))
         self.gate = MemoryGate(capacity)
         for judge in self.judges:
             judge.set_gate(self.gate, judge.gpu_key)
-        self.workers = workers or default
         self._warm: list[WarmSandboxes] = []
         if warm:  # pre-spawned workers: a candidate does not wait for a process start and `import torch`
             # GPU: twice the slots, so a burst (a GRPO batch, its references included) finds warm workers

@@ -71,6 +71,11 @@ def main(argv: list[str]) -> int:
     import signal
 
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1` prints a stuck worker's stacks to its log
+    try:  # when memory runs out, the kernel kills a worker (its verdict says so), never the judge holding the rest
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
     apply_limits(os.environ.get("KZ_RLIMITS", ""))
     try:  # before the job arrives, so a pre-spawned (warm) worker has this done when it does
         import torch
