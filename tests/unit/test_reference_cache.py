@@ -31,9 +31,15 @@ def test_least_recently_used_references_are_dropped_past_the_budget():
     assert list(judge._refs) == ["c", "d", "a"]
 
 
-def test_one_reference_is_kept_whatever_its_size():
+def test_one_reference_on_the_gpu_is_kept_whatever_its_size_but_not_one_in_host_memory():
+    """Idle references never hold more host memory than the budget: a 30 GB one in host memory lives only while its
+    candidates are judged; the newest on the GPU (a budget of its own there) stays."""
     judge = Judge(JudgeOptions(device="cpu", reference_cache_gb=1e-9))
     judge._refs["big"] = _ref(1 << 16)
+    judge._evict()
+    assert list(judge._refs) == []
+    judge._refs["big"] = ref = _ref(1 << 16)
+    ref.on_device = True
     judge._evict()
     assert list(judge._refs) == ["big"]
 
@@ -55,16 +61,16 @@ def test_references_live_on_the_compare_device_while_they_fit_its_budget():
     assert [r.on_device for r in refs.values()] == [True, True, False]
     assert refs["a"].outputs[0][0].device.type == "meta" and refs["a"].replay_outputs[0][0].device.type == "meta"
     assert refs["c"].outputs[0][0].device.type == "cpu"
-    assert gate.held == {"gpu": 2 * size, "refs:gpu": 2 * size, "host": size}
-    judge._refs["d"] = _ref(1024)  # past reference_cache_gb: `a`, the oldest, goes
-    judge._evict()
-    assert list(judge._refs) == ["b", "c", "d"]
-    assert gate.held["refs:gpu"] == 2 * size  # a candidate may still be judged against `a`: its bytes stay held
+    assert gate.held == {"gpu": 0, "refs:gpu": 2 * size, "host": 0}  # host: bounded by the cache, not the gate
+    judge._refs["d"] = d = _ref(1024)
+    judge._keep(d)  # the GPU budget is full: the references there leave the cache, oldest first, to make room
+    assert list(judge._refs) == ["c", "d"]
+    assert not d.on_device  # candidates may still be judged against `a` and `b`: their bytes stay held meanwhile
     del refs
     gc.collect()
-    assert gate.held["refs:gpu"] == size  # `a` is gone: its device bytes are back
-    judge._keep(d := judge._refs["d"])
-    assert d.on_device and gate.held["refs:gpu"] == 2 * size
+    assert gate.held["refs:gpu"] == 0  # `a` and `b` are gone: their device bytes are back
+    judge._keep(d)
+    assert d.on_device and gate.held["refs:gpu"] == size
 
 
 def test_no_reference_moves_when_outputs_are_compared_on_the_cpu():
@@ -72,4 +78,4 @@ def test_no_reference_moves_when_outputs_are_compared_on_the_cpu():
     ref = _ref(16)
     judge._keep(ref)
     assert not ref.on_device and ref.outputs[0][0].device.type == "cpu"
-    assert judge.gate().held["host"] == ref.nbytes
+    assert judge.gate().held["host"] == 0

@@ -79,21 +79,24 @@ class MemoryPlanning:
         return caps
 
     def _gpu_capacity(self) -> int:
-        """Device bytes this judge's workers and kept references may take: the GPU's memory less the judge's own
-        context and comparison chunks, or `gpu_memory_gb` when set."""
+        """Device bytes this judge's workers may take: the GPU's memory less the judge's own context, comparison
+        chunks and kept references, or `gpu_memory_gb` when set."""
         o = self.options
         if o.gpu_memory_gb:
             return int(o.gpu_memory_gb * GB)
         index = torch.device(self.compare_device or "cuda").index or 0
-        return int(torch.cuda.get_device_properties(index).total_memory - 4 * GB)
+        total = torch.cuda.get_device_properties(index).total_memory
+        return int(total - (o.reference_device_gb + 4) * GB)
 
     def _host_capacity(self, warm_workers: int) -> int:
-        """Host bytes admitted workers and kept references may take: 80% of what the machine has free, less the
-        judge's own process and the resident sets of `warm_workers` idle pre-spawned workers, or `host_memory_gb`."""
+        """Host bytes admitted workers may take: 80% of what the machine has free, less the judge's own process with
+        its reference cache and `warm_workers` idle pre-spawned workers (about 0.5 GB each measured on the H200), or
+        `host_memory_gb`."""
         o = self.options
         if o.host_memory_gb:
             return int(o.host_memory_gb * GB)
-        return max(4 * GB, int(0.8 * host_memory_bytes()) - warm_workers * WORKER_HOST - 4 * GB)
+        spare = int(0.8 * host_memory_bytes()) - warm_workers * GB - int((o.reference_cache_gb + 4) * GB)
+        return max(4 * GB, spare)
 
     def _too_large(self, fp: Footprint | None) -> str | None:
         """Why a task cannot be judged on this machine at all, in one line, or None."""

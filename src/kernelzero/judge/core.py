@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import gc
 import hashlib
 import threading
 import time
@@ -203,40 +204,63 @@ class Judge(MemoryPlanning):
             return ref
 
     def _keep(self, ref: Reference) -> None:
-        """Account `ref`'s kept tensors in the admission gate for as long as `ref` lives (a candidate still judged
-        against an evicted reference keeps it alive): on the compare GPU when they fit beside the other references
-        (`reference_device_gb`; every compare then copies only the candidate's outputs there), else in host memory.
-        Released when `ref` is garbage collected."""
+        """Keep `ref`'s tensors on the compare GPU when they fit beside the other references there
+        (`reference_device_gb`, a budget of its own in the gate, held for as long as `ref` lives: a candidate still
+        judged against an evicted reference keeps it alive); every compare then copies only the candidate's outputs
+        there. Else they stay in host memory, bounded by the cache (`reference_cache_gb`). Never blocks: a reference
+        waiting for memory that only its own candidates could free would deadlock the pool."""
         n = ref.nbytes
         if not n or ref.error is not None:
             return
         gate = self.gate()
         held = None
-        if self.compare_device not in (None, "cpu"):
-            held = gate.acquire({self.gpu_key: n, f"refs:{self.gpu_key}": n}, block=False)
+        if self.compare_device not in (None, "cpu"):  # its own budget: never held against a waiting worker
+            with self._lock:
+                self._evict_from_device(gate, n)
+            held = gate.acquire({f"refs:{self.gpu_key}": n}, block=False)
         if held is not None:
 
+            copies: dict[int, torch.Tensor] = {}  # an unperturbed replay is its trial's tensor: one copy of it
+
             def moved(tensors: list) -> list:
-                return [t.to(self.compare_device) if isinstance(t, torch.Tensor) else t for t in tensors]
+                return [copies.setdefault(id(t), t.to(self.compare_device)) if isinstance(t, torch.Tensor) else t
+                        for t in tensors]  # fmt: skip
 
             ref.outputs = [moved(ts) for ts in ref.outputs]
             ref.replay_outputs = [moved(ts) for ts in ref.replay_outputs]
             ref.wide_outputs = [moved(ts) for ts in ref.wide_outputs]
             ref.timed_outputs = [(s, moved(ts)) for s, ts in ref.timed_outputs]
             ref.on_device = True
-        else:
-            held = gate.acquire({"host": n})
-        weakref.finalize(ref, gate.release, held)
+            weakref.finalize(ref, gate.release, held)
 
     def _evict(self) -> None:
         """Drop least recently used references past `reference_cache_gb` (a long run meets thousands of tasks). An
-        evicted task gets a fresh reference, with fresh seeds, when it comes back. Called under `self._lock`."""
+        evicted task gets a fresh reference, with fresh seeds, when it comes back. References on the GPU count against
+        their own budget there instead (`_evict_from_device`); one in host memory is dropped whatever its age, so
+        idle references never hold more host memory than the budget (a 30 GB one lives only while its candidates are
+        judged). Called under `self._lock`."""
         budget = self.options.reference_cache_gb * 2**30
-        total = sum(r.nbytes for r in self._refs.values())
-        while len(self._refs) > 1 and total > budget:
-            key, old = self._refs.popitem(last=False)
-            self._ref_locks.pop(key, None)
-            total -= old.nbytes
+        total = sum(r.nbytes for r in self._refs.values() if not r.on_device)
+        for key, ref in list(self._refs.items()):  # least recently used first
+            if total <= budget:
+                break
+            if not ref.on_device:
+                del self._refs[key]
+                self._ref_locks.pop(key, None)
+                total -= ref.nbytes
+
+    def _evict_from_device(self, gate: MemoryGate, n: int) -> None:
+        """Drop least recently used references on the GPU until `n` more bytes fit its reference budget (their bytes
+        come back once no candidate is judged against them). Called under `self._lock`."""
+        key = f"refs:{self.gpu_key}"
+        for k, ref in list(self._refs.items()):
+            if key not in gate.held or gate.held[key] + n <= gate.capacity[key]:
+                break
+            if ref.on_device:
+                del self._refs[k]
+                self._ref_locks.pop(k, None)
+                del ref
+                gc.collect(0)
 
     def _trials_guard(self):
         shared = getattr(self.timing_lock, "shared", None)  # a SharedExclusiveLock when a pool set one
@@ -416,8 +440,10 @@ class Judge(MemoryPlanning):
         memory = base["memory"] = _memory_figures(ref)
         try:
             with _stopwatch(stage_s, "wait_memory"):  # admitted by its task's memory, beside the other workers
-                need = admitted.enter_context(self.gate().hold(
-                    self._needs(ref.footprint, ref.plan or self._full_plan(), False, ref.gpu_peak)))
+                need = self._needs(ref.footprint, ref.plan or self._full_plan(), False, ref.gpu_peak)
+                if not ref.on_device:  # the reference's outputs it is compared with, in host memory meanwhile
+                    need["host"] += ref.nbytes
+                need = admitted.enter_context(self.gate().hold(need))
             _put(memory, admitted_gpu=need.get(self.gpu_key), admitted_host=need.get("host"))
             sb.start()
             veil = expect(Started, o.build_timeout_s, "start").veil  # sent before candidate code runs
