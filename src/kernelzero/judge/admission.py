@@ -6,7 +6,9 @@ trial seeds and the replay plan, which a plan shrinks.
 
 from __future__ import annotations
 
+import gc
 import random
+import weakref
 from typing import TYPE_CHECKING
 
 import torch
@@ -24,6 +26,8 @@ from kernelzero.judge.footprint import (
 
 if TYPE_CHECKING:
     from kernelzero.judge.core import Reference
+
+LEASE_BYTES = GB  # a task keeping more outputs than this reserves a candidate's share with its reference
 
 
 def _seeds(n: int) -> list[int]:
@@ -142,3 +146,116 @@ class MemoryPlanning:
             gpu = fp.gpu_need(measured) if fp is not None else max(WORKER_GPU + (measured or 0), 8 * GB)
             need[self.gpu_key] = gate.capacity[self.gpu_key] if alone else gpu
         return need
+
+    # ------------------------------------------------------------------ kept references
+    def _keep(self, ref: Reference) -> None:
+        """Keep `ref`'s tensors on the compare GPU when they fit beside the other references there
+        (`reference_device_gb`, a budget of its own in the gate, held for as long as `ref` lives: a candidate still
+        judged against an evicted reference keeps it alive); every compare then copies only the candidate's outputs
+        there. Else they stay in host memory, bounded by the cache (`reference_cache_gb`). Never blocks: a reference
+        waiting for memory that only its own candidates could free would deadlock the pool."""
+        n = ref.nbytes
+        if not n or ref.error is not None:
+            return
+        gate = self.gate()
+        held = None
+        if self.compare_device not in (None, "cpu"):  # its own budget: never held against a waiting worker
+            with self._lock:
+                self._evict_from_device(gate, n)
+            held = gate.acquire({f"refs:{self.gpu_key}": n}, block=False)
+        if held is not None:
+
+            copies: dict[int, torch.Tensor] = {}  # an unperturbed replay is its trial's tensor: one copy of it
+
+            def moved(tensors: list) -> list:
+                return [copies.setdefault(id(t), t.to(self.compare_device)) if isinstance(t, torch.Tensor) else t
+                        for t in tensors]  # fmt: skip
+
+            ref.outputs = [moved(ts) for ts in ref.outputs]
+            ref.replay_outputs = [moved(ts) for ts in ref.replay_outputs]
+            ref.wide_outputs = [moved(ts) for ts in ref.wide_outputs]
+            ref.timed_outputs = [(s, moved(ts)) for s, ts in ref.timed_outputs]
+            ref.on_device = True
+            weakref.finalize(ref, gate.release, held)
+            gate.release({"host": ref.holds.pop("host", 0)})  # its host pages go with the mapping
+
+    def _evict(self) -> None:
+        """Drop least recently used references past `reference_cache_gb` (a long run meets thousands of tasks). An
+        evicted task gets a fresh reference, with fresh seeds, when it comes back. References on the GPU count against
+        their own budget there instead (`_evict_from_device`); one in host memory is dropped whatever its age, so
+        idle references never hold more host memory than the budget (a 30 GB one lives only while its candidates are
+        judged). Called under `self._lock`."""
+        budget = self.options.reference_cache_gb * 2**30
+        unheld = [r for r in self._refs.values() if not r.on_device and not r.holds]
+        total = sum(r.nbytes for r in unheld)
+        for key, ref in list(self._refs.items()):  # least recently used first
+            if total <= budget:
+                break
+            if not ref.on_device and not ref.holds:
+                del self._refs[key]
+                self._ref_locks.pop(key, None)
+                total -= ref.nbytes
+
+    def _evict_from_device(self, gate: MemoryGate, n: int) -> None:
+        """Drop least recently used references on the GPU until `n` more bytes fit its reference budget (their bytes
+        come back once no candidate is judged against them). Called under `self._lock`."""
+        key = f"refs:{self.gpu_key}"
+        for k, ref in list(self._refs.items()):
+            if key not in gate.held or gate.held[key] + n <= gate.capacity[key]:
+                break
+            if ref.on_device:
+                del self._refs[k]
+                self._ref_locks.pop(k, None)
+                del ref
+                gc.collect(0)
+
+    # ------------------------------------------------------------------ a task's lease
+    def _admit_reference(self, ref: Reference, alone: bool) -> dict[str, int]:
+        """Hold the reference worker's memory; for a big task (kept outputs over LEASE_BYTES) also one candidate's
+        share, the task's lease, so its candidates can always run beside the reference outputs it keeps in host
+        memory (a reference waiting for memory only its candidates free would deadlock the pool). Idle big
+        references are dropped first: their holds come back once no candidate uses them."""
+        need = self._needs(ref.footprint, ref.plan, alone)
+        fp = ref.footprint
+        if fp is not None and ref.plan is not None and fp.out_bytes * ref.plan.sets > LEASE_BYTES:
+            ref.lease = self._needs(fp, ref.plan, False)
+            need = {k: need.get(k, 0) + ref.lease.get(k, 0) for k in need.keys() | ref.lease.keys()}
+            self._drop_leases()
+        return self.gate().acquire(need, on_wait=self._drop_leases)  # idle leases go when anything waits
+
+    def _drop_leases(self) -> None:
+        """Drop the big tasks' references from the cache: each holds its lease until no candidate uses it."""
+        with self._lock:  # (no loop variable: one would keep the last reference alive while we wait)
+            for key in [k for k, r in self._refs.items() if r.lease is not None]:
+                del self._refs[key]
+
+    def _settle(self, ref: Reference, held: dict[str, int]) -> None:
+        """After the reference's worker ends: a big task's reference keeps its lease and the host bytes of the
+        outputs it keeps (released when it is garbage collected or moves to the GPU); everything else goes back."""
+        gate = self.gate()
+        if not held:
+            return
+        if ref.error is not None or ref.lease is None:
+            ref.lease = None
+            gate.release(held)
+            return
+        lease = {k: min(v, held.get(k, 0)) for k, v in ref.lease.items()}
+        host = min(ref.nbytes, held.get("host", 0) - lease.get("host", 0))
+        ref.lease, ref.holds = lease, {**lease}
+        ref.holds["host"] = ref.holds.get("host", 0) + host
+        gate.release({k: v - ref.holds.get(k, 0) for k, v in held.items()})
+        weakref.finalize(ref, gate.release, ref.holds)  # what it holds when it dies (`_keep` may take host back)
+
+    def _admit_candidate(self, ref: Reference, admitted) -> dict[str, int]:
+        """Admit one candidate of `ref`'s task into `admitted` (an ExitStack): through the task's lease when it is
+        free, else by its own need in the gate (plus the reference's host-resident outputs, for a small task whose
+        reference holds nothing)."""
+        if ref.lease is not None and ref.lease_lock.acquire(blocking=False):
+            admitted.callback(ref.lease_lock.release)
+            return dict(ref.lease)
+        need = self._needs(ref.footprint, ref.plan or self._full_plan(), False, ref.gpu_peak)
+        if not ref.on_device and not ref.holds:
+            need["host"] += ref.nbytes
+        held = self.gate().acquire(need, on_wait=self._drop_leases)
+        admitted.callback(self.gate().release, held)
+        return held

@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import gc
 import hashlib
 import threading
 import time
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
@@ -112,7 +110,9 @@ class Reference:
     on_device: bool = False  # its tensors live on the judge's compare GPU (`Judge._keep`)
     footprint: Footprint | None = None  # one forward's bytes (the meta device's measure, else the real outputs')
     plan: Plan | None = None  # how many trials, replays, wide trials and timed sets its output size allows
-    need: dict[str, int] = field(default_factory=dict)  # what the reference's worker was admitted with
+    lease: dict[str, int] | None = None  # a big task's share for one candidate, reserved with its reference
+    lease_lock: threading.Lock = field(default_factory=threading.Lock)  # taken by the candidate using the lease
+    holds: dict[str, int] = field(default_factory=dict)  # what it still holds in the gate (released when it dies)
     too_large: str | None = None  # why the task cannot be judged here at all (guard `too_large`)
     out_of_memory: bool = False  # the reference ran out of device memory (retried alone once)
     gpu_peak: int | None = None  # device bytes the reference's worker reserved at its peak
@@ -203,65 +203,6 @@ class Judge(MemoryPlanning):
                 self._evict()
             return ref
 
-    def _keep(self, ref: Reference) -> None:
-        """Keep `ref`'s tensors on the compare GPU when they fit beside the other references there
-        (`reference_device_gb`, a budget of its own in the gate, held for as long as `ref` lives: a candidate still
-        judged against an evicted reference keeps it alive); every compare then copies only the candidate's outputs
-        there. Else they stay in host memory, bounded by the cache (`reference_cache_gb`). Never blocks: a reference
-        waiting for memory that only its own candidates could free would deadlock the pool."""
-        n = ref.nbytes
-        if not n or ref.error is not None:
-            return
-        gate = self.gate()
-        held = None
-        if self.compare_device not in (None, "cpu"):  # its own budget: never held against a waiting worker
-            with self._lock:
-                self._evict_from_device(gate, n)
-            held = gate.acquire({f"refs:{self.gpu_key}": n}, block=False)
-        if held is not None:
-
-            copies: dict[int, torch.Tensor] = {}  # an unperturbed replay is its trial's tensor: one copy of it
-
-            def moved(tensors: list) -> list:
-                return [copies.setdefault(id(t), t.to(self.compare_device)) if isinstance(t, torch.Tensor) else t
-                        for t in tensors]  # fmt: skip
-
-            ref.outputs = [moved(ts) for ts in ref.outputs]
-            ref.replay_outputs = [moved(ts) for ts in ref.replay_outputs]
-            ref.wide_outputs = [moved(ts) for ts in ref.wide_outputs]
-            ref.timed_outputs = [(s, moved(ts)) for s, ts in ref.timed_outputs]
-            ref.on_device = True
-            weakref.finalize(ref, gate.release, held)
-
-    def _evict(self) -> None:
-        """Drop least recently used references past `reference_cache_gb` (a long run meets thousands of tasks). An
-        evicted task gets a fresh reference, with fresh seeds, when it comes back. References on the GPU count against
-        their own budget there instead (`_evict_from_device`); one in host memory is dropped whatever its age, so
-        idle references never hold more host memory than the budget (a 30 GB one lives only while its candidates are
-        judged). Called under `self._lock`."""
-        budget = self.options.reference_cache_gb * 2**30
-        total = sum(r.nbytes for r in self._refs.values() if not r.on_device)
-        for key, ref in list(self._refs.items()):  # least recently used first
-            if total <= budget:
-                break
-            if not ref.on_device:
-                del self._refs[key]
-                self._ref_locks.pop(key, None)
-                total -= ref.nbytes
-
-    def _evict_from_device(self, gate: MemoryGate, n: int) -> None:
-        """Drop least recently used references on the GPU until `n` more bytes fit its reference budget (their bytes
-        come back once no candidate is judged against them). Called under `self._lock`."""
-        key = f"refs:{self.gpu_key}"
-        for k, ref in list(self._refs.items()):
-            if key not in gate.held or gate.held[key] + n <= gate.capacity[key]:
-                break
-            if ref.on_device:
-                del self._refs[k]
-                self._ref_locks.pop(k, None)
-                del ref
-                gc.collect(0)
-
     def _trials_guard(self):
         shared = getattr(self.timing_lock, "shared", None)  # a SharedExclusiveLock when a pool set one
         return shared() if shared is not None else contextlib.nullcontext()
@@ -303,7 +244,7 @@ class Judge(MemoryPlanning):
         sb = self._sandbox(job)
         (sb.scratch / "task.py").write_text(task.source)
         sb.job["task_path"] = str(sb.scratch / "task.py")
-        admitted = contextlib.ExitStack()
+        held: dict[str, int] = {}
         try:
             sb.start()
             deadline = time.monotonic() + o.build_timeout_s + o.run_timeout_s
@@ -320,8 +261,7 @@ class Judge(MemoryPlanning):
                         ref.error = ref.too_large
                         break
                     self._plan(ref)
-                    ref.need = self._needs(ref.footprint, ref.plan, alone)
-                    admitted.enter_context(self.gate().hold(ref.need))
+                    held = self._admit_reference(ref, alone)
                     sb.send({"cmd": "run", "seeds": ref.seeds, "replay": [e for e in ref.replay if e[1]],
                              "wide": ref.wide, "timing_seeds": ref.timing_seeds})  # fmt: skip
                     deadline = time.monotonic() + o.build_timeout_s + o.run_timeout_s
@@ -357,7 +297,7 @@ class Judge(MemoryPlanning):
         finally:
             sb.finish()
             sb.cleanup()
-            admitted.close()
+            self._settle(ref, held)
         ref.seconds = round(time.monotonic() - t_start, 3)
         return ref
 
@@ -440,10 +380,7 @@ class Judge(MemoryPlanning):
         memory = base["memory"] = _memory_figures(ref)
         try:
             with _stopwatch(stage_s, "wait_memory"):  # admitted by its task's memory, beside the other workers
-                need = self._needs(ref.footprint, ref.plan or self._full_plan(), False, ref.gpu_peak)
-                if not ref.on_device:  # the reference's outputs it is compared with, in host memory meanwhile
-                    need["host"] += ref.nbytes
-                need = admitted.enter_context(self.gate().hold(need))
+                need = self._admit_candidate(ref, admitted)
             _put(memory, admitted_gpu=need.get(self.gpu_key), admitted_host=need.get("host"))
             sb.start()
             veil = expect(Started, o.build_timeout_s, "start").veil  # sent before candidate code runs

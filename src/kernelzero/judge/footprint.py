@@ -15,6 +15,7 @@ is told apart at once (`too_large`), never scored.
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from collections import deque
@@ -101,25 +102,39 @@ class MemoryGate:
     def _clamped(self, need: dict[str, int]) -> dict[str, int]:
         return {k: min(max(0, int(v)), self.capacity[k]) for k, v in need.items() if k in self.capacity}
 
-    def acquire(self, need: dict[str, int], block: bool = True) -> dict[str, int] | None:
+    def acquire(self, need: dict[str, int], block: bool = True, on_wait=None) -> dict[str, int] | None:
         """Hold `need` (clamped to each capacity) and return what is held; without `block`, None at once when it does
-        not fit now or others are waiting (it never jumps the queue)."""
+        not fit now or others are waiting (it never jumps the queue). While it waits at the head of the queue it
+        calls `on_wait()` each second (outside the gate's lock: the caller may drop idle holders there)."""
         need = self._clamped(need)
-        with self._cond:
-            if not block:
+        if not block:
+            with self._cond:
                 if self._queue or not self._fits(need):
                     return None
-            else:
-                ticket = object()
-                self._queue.append(ticket)
-                while self._queue[0] is not ticket or not self._fits(need):
-                    self._cond.wait()
-                self._queue.popleft()
-            for k, v in need.items():
-                self.held[k] += v
-                self.peak[k] = max(self.peak[k], self.held[k])
-            self._cond.notify_all()
-        return need
+                self._take(need)
+                return need
+        ticket = object()
+        with self._cond:
+            self._queue.append(ticket)
+        while True:
+            with self._cond:
+                if self._queue[0] is ticket and self._fits(need):
+                    self._queue.popleft()
+                    self._take(need)
+                    return need
+                idle = not self._cond.wait(timeout=1.0) and self._queue[0] is ticket
+            if idle:
+                if on_wait is not None:
+                    on_wait()
+                # Holds die with their references, and a reference in a reference cycle (an exception's
+                # traceback) waits for the cycle collector, which an idle process may not run for a while.
+                gc.collect()
+
+    def _take(self, need: dict[str, int]) -> None:
+        for k, v in need.items():
+            self.held[k] += v
+            self.peak[k] = max(self.peak[k], self.held[k])
+        self._cond.notify_all()
 
     def release(self, held: dict[str, int]) -> None:
         with self._cond:

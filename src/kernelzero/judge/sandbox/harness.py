@@ -121,6 +121,7 @@ class Bound:
         self.perf_counter = time.perf_counter
         self.randbelow = secrets.randbelow  # which timed calls' outputs are checked (timing.time_model)
         self.frombuffer = functools.partial(torch.frombuffer, dtype=torch.uint8)
+        self._cuda, self._empty, self._uint8 = torch.cuda.is_available(), torch.empty, torch.uint8
         self._gc, self._signal = gc, signal
         self._sigmask, self._ftruncate = signal.pthread_sigmask, os.ftruncate
         self._fcntl, self._F_ADD_SEALS, self._F_SEAL_SEAL = fcntl.fcntl, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL
@@ -144,7 +145,14 @@ class Bound:
     def writer(self, name: str) -> PackWriter:
         """A writer into the sandbox's `name` memfd (`sandbox.OUTPUTS`): tensors go in as they are produced
         (`PackWriter.add`, one copy from the device into the file), so no worker ever holds a bundle of outputs."""
-        return PackWriter(self.output_fds[name], self.frombuffer, self._ftruncate)
+        return PackWriter(self.output_fds[name], self.frombuffer, self._ftruncate, self._staging())
+
+    def _staging(self):
+        """A 64 MB pinned buffer, made on first use on a GPU worker (None elsewhere): device outputs reach the file
+        through it at the link's speed (a pageable copy of a 6 GB output measured 1.4 GB/s on the H200)."""
+        if getattr(self, "_stage", None) is None and self._cuda:
+            self._stage = self._empty(64 << 20, dtype=self._uint8, pin_memory=True)
+        return getattr(self, "_stage", None)
 
     def seal(self, name: str, writer: PackWriter, obj) -> None:
         """Finish `writer`'s pack with `obj` (its tensors already added) and seal the memfd: from then on nobody,

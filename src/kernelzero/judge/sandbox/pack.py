@@ -24,6 +24,7 @@ import os
 import struct
 from typing import Any
 
+_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 ALIGN = 4096  # each tensor starts on a page: the reader's views are aligned for every dtype
 _TRAILER_LEN = struct.Struct("<Q")
 MAX_TRAILER = 64 * 2**20
@@ -43,10 +44,12 @@ class PackWriter:
     returns its placeholder; `finish(obj)` writes the trailer for an object whose tensors are those placeholders.
     """
 
-    def __init__(self, fd: int, bytes_view, ftruncate=os.ftruncate):
+    def __init__(self, fd: int, bytes_view, ftruncate=os.ftruncate, stage=None):
         """bytes_view(buffer, count=, offset=): a uint8 tensor over a buffer (`torch.frombuffer` with dtype uint8,
-        bound by the harness before candidate code runs)."""
-        self.fd, self._bytes_view, self._ftruncate = fd, bytes_view, ftruncate
+        bound by the harness before candidate code runs). stage: a pinned uint8 host tensor through which device
+        tensors are copied piece by piece (a DMA into pinned memory, then a memcpy into the file's pages), or None
+        for a direct copy."""
+        self.fd, self._bytes_view, self._ftruncate, self._stage = fd, bytes_view, ftruncate, stage
         self.entries: list[list] = []
         self.end = 0
         self._ftruncate(fd, 0)
@@ -61,10 +64,20 @@ class PackWriter:
         if nbytes:
             self._ftruncate(self.fd, offset + nbytes)
             start = offset - offset % mmap.ALLOCATIONGRANULARITY
-            mm = mmap.mmap(self.fd, offset + nbytes - start, offset=start)
+            # MAP_POPULATE: the kernel allocates the pages at once instead of one fault per 4 KB page
+            mm = mmap.mmap(self.fd, offset + nbytes - start, offset=start, flags=mmap.MAP_SHARED | _POPULATE)
             try:
                 dst = self._bytes_view(mm, count=nbytes, offset=offset - start)
-                dst.view(t.dtype).view(t.shape).copy_(t.detach())  # one copy, device to the file's pages
+                stage = self._stage
+                if stage is not None and nbytes > stage.numel():  # (the harness gives GPU workers one)
+                    src = t.detach().contiguous().reshape(-1).view(stage.dtype)
+                    for i in range(0, nbytes, stage.numel()):  # pinned: the DMA runs at the link's speed
+                        n = min(stage.numel(), nbytes - i)
+                        stage[:n].copy_(src[i : i + n])
+                        dst[i : i + n].copy_(stage[:n])
+                    del src
+                else:
+                    dst.view(t.dtype).view(t.shape).copy_(t.detach())  # one copy, device to the file's pages
                 del dst
             finally:
                 mm.close()
