@@ -15,6 +15,10 @@ Order of events for one candidate (each arrow a message on the signed channel, e
   parent checks the fastest timed call against writing its outputs -> rejected (roofline, side_stream)
 The reference runs in a worker that never imports candidate code; its outputs are computed once per task and seed
 set and kept in this process. A failure of the reference is the task's fault, never the candidate's: infra_error.
+Before either worker allocates anything, the task is sized on the `meta` device: a task no GPU slot or host budget
+can hold is infra_error `too_large` at once; a big one runs fewer trials (`footprint.choose_plan`); every worker is
+admitted by its memory (`admission`). Outputs of any size cross in a sealed memfd (`sandbox/pack.py`) and are
+compared in pieces (`check.compare`).
 """
 
 from __future__ import annotations
