@@ -176,7 +176,7 @@ class MemoryPlanning:
             ref.wide_outputs = [moved(ts) for ts in ref.wide_outputs]
             ref.timed_outputs = [(s, moved(ts)) for s, ts in ref.timed_outputs]
             ref.on_device = True
-            weakref.finalize(ref, gate.release, held)
+            weakref.finalize(ref, gate.release_later, held)
             gate.release({"host": ref.holds.pop("host", 0)})  # its host pages go with the mapping
 
     def _evict(self) -> None:
@@ -244,7 +244,7 @@ class MemoryPlanning:
         ref.lease, ref.holds = lease, {**lease}
         ref.holds["host"] = ref.holds.get("host", 0) + host
         gate.release({k: v - ref.holds.get(k, 0) for k, v in held.items()})
-        weakref.finalize(ref, gate.release, ref.holds)  # what it holds when it dies (`_keep` may take host back)
+        weakref.finalize(ref, gate.release_later, ref.holds)  # what it holds when it dies (`_keep` may take host back)
 
     def _admit_candidate(self, ref: Reference, admitted) -> dict[str, int]:
         """Admit one candidate of `ref`'s task into `admitted` (an ExitStack): through the task's lease when it is

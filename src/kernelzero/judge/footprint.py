@@ -94,10 +94,18 @@ class MemoryGate:
 
     def __init__(self, capacity: dict[str, int]):
         self.capacity = dict(capacity)
-        self.held = {k: 0 for k in capacity}
+        self._held = {k: 0 for k in capacity}
         self.peak = {k: 0 for k in capacity}
-        self._cond = threading.Condition(threading.RLock())  # re-entrant: a finalizer may release in any thread
+        self._cond = threading.Condition()
+        self._later: deque[dict[str, int]] = deque()  # `release_later`: appended by finalizers, drained under the lock
         self._queue: deque[object] = deque()
+
+    @property
+    def held(self) -> dict[str, int]:
+        """What is held now, per resource (finalizers' releases applied)."""
+        with self._cond:
+            self._drain()
+            return dict(self._held)
 
     def _clamped(self, need: dict[str, int]) -> dict[str, int]:
         return {k: min(max(0, int(v)), self.capacity[k]) for k, v in need.items() if k in self.capacity}
@@ -109,6 +117,7 @@ class MemoryGate:
         need = self._clamped(need)
         if not block:
             with self._cond:
+                self._drain()
                 if self._queue or not self._fits(need):
                     return None
                 self._take(need)
@@ -118,6 +127,7 @@ class MemoryGate:
             self._queue.append(ticket)
         while True:
             with self._cond:
+                self._drain()
                 if self._queue[0] is ticket and self._fits(need):
                     self._queue.popleft()
                     self._take(need)
@@ -129,21 +139,38 @@ class MemoryGate:
                 # Holds die with their references, and a reference in a reference cycle (an exception's
                 # traceback) waits for the cycle collector, which an idle process may not run for a while.
                 gc.collect()
+                with self._cond:
+                    self._drain()
 
     def _take(self, need: dict[str, int]) -> None:
         for k, v in need.items():
-            self.held[k] += v
-            self.peak[k] = max(self.peak[k], self.held[k])
+            self._held[k] += v
+            self.peak[k] = max(self.peak[k], self._held[k])
         self._cond.notify_all()
 
     def release(self, held: dict[str, int]) -> None:
         with self._cond:
-            for k, v in held.items():
-                self.held[k] -= v
+            self._give_back(held)
+            self._drain()
             self._cond.notify_all()
 
+    def release_later(self, held: dict[str, int]) -> None:
+        """Release from a garbage-collection finalizer: no lock taken there (a finalizer that waits on a lock lets
+        another thread run in the middle of whatever the collecting thread was doing; CPython 3.11's AST builder, for
+        one, then fails with `SystemError: AST constructor recursion depth mismatch`). Applied at the gate's next
+        use, and by waiters each second."""
+        self._later.append(held)  # atomic
+
+    def _give_back(self, held: dict[str, int]) -> None:
+        for k, v in held.items():
+            self._held[k] -= v
+
+    def _drain(self) -> None:
+        while self._later:
+            self._give_back(self._later.popleft())
+
     def _fits(self, need: dict[str, int]) -> bool:
-        return all(self.held[k] + v <= self.capacity[k] for k, v in need.items())
+        return all(self._held[k] + v <= self.capacity[k] for k, v in need.items())
 
     @contextmanager
     def hold(self, need: dict[str, int]):

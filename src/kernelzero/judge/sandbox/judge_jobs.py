@@ -2,7 +2,8 @@
 
 - `reference`: size the task on the `meta` device and wait for the parent's plan (seeds, replays, wide trials), then
   build `Model`, draw inputs per seed on the device, write outputs into its `out` memfd as they come, check the
-  degenerate-task canaries on the device, seal, and optionally time the eager model and `torch.compile` of it. Never imports candidate code, so it cannot be slowed or patched by one.
+  degenerate-task canaries on the device, seal, and optionally time the eager model and `torch.compile` of it.
+  Never imports candidate code, so it cannot be slowed or patched by one.
 - `candidate`: import the candidate file (this builds CUDA extensions / defines Triton kernels), build `ModelNew`
   with the same seed and weights as `Model`, run it on the same per-seed inputs once the parent sends the seeds,
   seal outputs into its `out` memfd, then on request time it (outputs kept from timed calls go to `timed`).
