@@ -25,6 +25,7 @@ from importlib import resources
 from pathlib import Path
 
 from kernelzero.apis.extract import extract_apis
+from kernelzero.syntax import parse
 
 ORIGINS = ("kernelbench", "proposed", "user", "recycled")
 REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")
@@ -88,7 +89,7 @@ def parse_task(
 def check_source(source: str, where: str) -> ast.Module:
     """Parse a task source and check it defines the three names; return its tree or raise TaskFormatError."""
     try:
-        tree = ast.parse(source, filename=where)
+        tree = parse(source, filename=where)
     except SyntaxError as e:
         raise TaskFormatError(where, e.lineno or 1, f"syntax error: {e.msg}") from None
     except ValueError as e:  # null bytes in the source

@@ -16,6 +16,7 @@ import keyword
 from dataclasses import dataclass
 
 from kernelzero.rewards.proposer import jaccard, ngram_set, normalised_tokens
+from kernelzero.syntax import parse
 
 _KEPT = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"torch", "nn", "F", "self", "Model"}
 
@@ -59,7 +60,7 @@ def ast_hash(source: str) -> str | None:
     """SHA-1 of the normalised AST dump; None when the source does not parse. Imports are dropped (they only say
     how names are spelled, which the extractor already canonicalises)."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except (SyntaxError, ValueError):
         return None
     tree.body = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom))]

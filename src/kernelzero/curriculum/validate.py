@@ -28,6 +28,7 @@ from kernelzero.curriculum.similarity import SimilarityIndex
 from kernelzero.judge.sandbox.messages import Done, Failed, ProtocolError, Sized, ValidateOutputs, parse
 from kernelzero.judge.sandbox.process import ChannelError, Sandbox
 from kernelzero.roles.proposer import TaskBudget
+from kernelzero.syntax import parse as parse_source
 from kernelzero.tasks import TaskFormatError, check_source, load_tasks
 
 # Every reason a task can be rejected, in check order, with what it means.
@@ -366,7 +367,7 @@ def read_apis_constant(source: str) -> tuple[str, ...] | None:
     import ast
 
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except (SyntaxError, ValueError):
         return None
     for node in tree.body:

@@ -15,7 +15,6 @@ nothing about the candidate, so it is judged again), and the finished batch rewr
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import os
@@ -28,6 +27,7 @@ from kernelzero.judge.options import BACKENDS
 from kernelzero.judge.verdict import Verdict
 from kernelzero.roles.coder import parse_coder_completion
 from kernelzero.roles.parsing import ParsedCode
+from kernelzero.syntax import parse
 from kernelzero.tasks import Task, check_source
 
 INPUT_ERROR = "input_error"  # the count of lines that could not be judged, beside the verdict statuses
@@ -38,7 +38,7 @@ def candidate_code(text: str) -> str:
     defines `class ModelNew` (a saved model completion), as `eval` and `solve` take it from a completion. Neither:
     the text as it is, and the judge says what is wrong with it (format_error)."""
     try:
-        ast.parse(text)
+        parse(text)
         return text
     except (SyntaxError, ValueError):
         pass

@@ -63,6 +63,7 @@ from kernelzero.judge.sandbox.messages import (
 from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes, describe_exit, isolation_mode
 from kernelzero.judge.verdict import Timing, Verdict
 from kernelzero.judge.wide import describe, scaled_atol, wide_plan
+from kernelzero.syntax import parse as parse_source
 from kernelzero.tasks import Task
 
 # Static checks on candidate source (the anti-hacking rules of guards.STATIC): (tree, source, backend) -> (guard, msg).
@@ -214,7 +215,7 @@ class Judge(MemoryPlanning):
     # ------------------------------------------------------------------ stages
     def _static(self, source: str, backend: str) -> tuple[str, str, str] | None:
         try:
-            tree = ast.parse(source)
+            tree = parse_source(source)
         except SyntaxError as exc:
             return "format_error", "syntax", f"SyntaxError: {exc.msg} (line {exc.lineno})"
         names = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}

@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 import re
 
+from kernelzero.syntax import parse
+
 Hit = "tuple[str, str] | None"
 
 # `signal`: a handler (SIGALRM from an interval timer) runs candidate code between any two bytecodes of the harness,
@@ -373,7 +375,7 @@ STATIC.insert(STATIC.index(check_streams) + 1, check_l2_persist)  # with the oth
 
 def run_static(source: str, backend: str = "triton") -> Hit:
     """All static rules on `source`: the first hit, or None. For tests and tools; the judge calls `STATIC` itself."""
-    tree = ast.parse(source)
+    tree = parse(source)
     for check in STATIC:
         hit = check(tree, source, backend)
         if hit is not None:

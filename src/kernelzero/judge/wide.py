@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import ast
 
+from kernelzero.syntax import parse
+
 WIDE_SCALE = 32.0
 
 
@@ -25,7 +27,7 @@ def shrunk_sizes(source: str) -> dict[str, int]:
     (2 or more) read in get_inputs and by nothing else in the module (not Model, get_init_inputs or another
     assignment), so the reference Model is the same model at the new sizes."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError:
         return {}
     consts: dict[str, int] = {}

@@ -14,6 +14,8 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kernelzero.syntax import parse
+
 PYTHON_FENCE_LANGS = frozenset({"", "python", "py", "python3", "py3"})
 _TRUNCATED = "the completion was probably cut off at max tokens"
 
@@ -82,7 +84,7 @@ def extract_code(completion: str, select: Sequence[str], require: Sequence[str] 
 def check_definitions(code: str, entries: Sequence[str]) -> ParseResult:
     """`code` if it parses with `ast` and defines every entry (`"class Name"`, `"def name"`) at top level."""
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError as e:
         return ParseFailure(f"the code does not parse: {e.msg} at line {e.lineno}")
     missing = [e for e in entries if not _defines_ast(tree, e)]
