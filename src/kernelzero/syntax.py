@@ -14,6 +14,6 @@ import threading
 _LOCK = threading.Lock()
 
 
-def parse(source: str, filename: str = "<unknown>") -> ast.Module:
+def parse(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
     with _LOCK:
         return ast.parse(source, filename=filename)

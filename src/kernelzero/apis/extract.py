@@ -38,6 +38,7 @@ import ast
 
 from kernelzero.apis.names import ModuleIndex, bind, bind_loop, canonical, is_scalar, is_str, scalar_names
 from kernelzero.apis.vocab import ALIASES
+from kernelzero.syntax import parse
 
 BINOPS = {ast.Add: "op.add", ast.Sub: "op.sub", ast.Mult: "op.mul", ast.Div: "op.div", ast.FloorDiv: "op.floordiv",
           ast.Mod: "op.mod", ast.Pow: "op.pow", ast.MatMult: "op.matmul", ast.BitAnd: "op.and", ast.BitOr: "op.or",
@@ -261,7 +262,7 @@ class _ClassExtractor:
 
 
 def _tree(source: str | ast.Module) -> ast.Module:
-    return source if isinstance(source, ast.Module) else ast.parse(source)
+    return source if isinstance(source, ast.Module) else parse(source)
 
 
 def extract_apis(

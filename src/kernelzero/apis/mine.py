@@ -13,7 +13,6 @@ generated from, and counting both would count those classes twice.
 
 from __future__ import annotations
 
-import ast
 import importlib.metadata
 import importlib.util
 import json
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from kernelzero.apis.extract import extract_classes
 from kernelzero.apis.vocab import VOCABULARY, vocab_apis
+from kernelzero.syntax import parse
 
 FORMAT = "kernelzero.api_cooccurrence/1"
 DEFAULT_SOURCES = ("transformers.models", "torch.nn")
@@ -141,7 +141,7 @@ def mine(
         iterator = track(files, description=f"mining {len(files)} files", transient=True, console=bar_console)
     for f in iterator:
         try:
-            tree = ast.parse(f.read_bytes(), filename=str(f))
+            tree = parse(f.read_bytes(), filename=str(f))
         except (SyntaxError, ValueError):
             skipped += 1
             continue
