@@ -2,6 +2,7 @@
 in a pool that never deadlocks. (On the H200 the same code judged KernelBench's 6.4 GB Tanh and LogSoftmax `ok`.)"""
 
 import gc
+import threading
 import time
 from pathlib import Path
 
@@ -41,17 +42,23 @@ def test_a_task_that_cannot_fit_is_too_large_at_once_and_never_scored():
     assert time.monotonic() - t0 < 30  # sized on the meta device: nothing allocated, no trial run
 
 
-def test_big_tasks_leases_never_deadlock_a_pool_and_give_their_memory_back(monkeypatch):
-    """Each big task's reference reserves its candidate's share too; with room for one at a time, three big tasks
-    and a small one all finish, and once the last big reference is gone nothing is held."""
-    monkeypatch.setattr(admission, "LEASE_BYTES", 1)
-    pool = JudgePool(JudgeOptions(device="cpu", timing=False, host_memory_gb=6), workers=3, warm=False)
+def test_big_tasks_leases_and_gpu_slots_never_deadlock_a_pool_and_give_their_memory_back(monkeypatch):
+    """Each big task's reference reserves its candidate's share too (its lease). With room for one lease at a time and
+    one GPU slot (set by hand: a CPU pool has none), three big tasks interleaved with three small ones all finish, and
+    once the last big reference is gone nothing is held. A candidate that took its slot before its memory deadlocked
+    this mix: it waited in the gate behind a big reference that needed the lease of a task whose candidate waited
+    for that slot (the stall of a KernelBench level-1 sweep on the H200)."""
+    monkeypatch.setattr(admission, "LEASE_BYTES", 100_000)  # 4096 x 64 fp32 outputs kept are over it, 16 x 64 not
+    pool = JudgePool(JudgeOptions(device="cpu", timing=False, host_memory_gb=6), workers=6, warm=False)
+    pool.judge_.gpu_slots = threading.BoundedSemaphore(1)
     try:
-        tasks = [_relu(16 * (k + 1), f"relu_lease_{k}") for k in range(3)]
+        tasks = []
+        for k in range(3):
+            tasks += [_relu(4096 + 64 * k, f"relu_lease_{k}"), _relu(16 + k, f"relu_small_{k}")]
         futures = [pool.submit(t, OK, "triton") for t in tasks]
-        futures.append(pool.submit(_relu(8, "relu_after"), OK, "triton"))
-        assert [f.result(timeout=300).status for f in futures] == ["ok"] * 4
+        assert [f.result(timeout=400).status for f in futures] == ["ok"] * 6
         assert pool.gate.peak["host"] <= pool.gate.capacity["host"]
+        assert pool.gate.peak["host"] > 5 * 2**30  # a big reference and its lease were held at once
         pool.judge_._drop_leases()
         gc.collect()
         assert pool.gate.held["host"] == 0

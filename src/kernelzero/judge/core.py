@@ -377,15 +377,18 @@ class Judge(MemoryPlanning):
             except ChannelError as exc:
                 raise fail("rejected", f"the worker's result channel was tampered with: {exc}", "channel") from None
 
-        slots = self.gpu_slots  # released to the semaphore it came from, even across a resize
-        if slots is not None:
-            with _stopwatch(stage_s, "wait_slot"):
-                slots.acquire()
         admitted = contextlib.ExitStack()
         memory = base["memory"] = _memory_figures(ref)
         try:
             with _stopwatch(stage_s, "wait_memory"):  # admitted by its task's memory, beside the other workers
                 need = self._admit_candidate(ref, admitted)
+            # The GPU slot after the memory, never before: a slot holder waiting in the gate behind a reference that
+            # needs a big task's lease, while that task's candidate waits for a slot, deadlocks the pool.
+            slots = self.gpu_slots  # released to the semaphore it came from, even across a resize
+            if slots is not None:
+                with _stopwatch(stage_s, "wait_slot"):
+                    slots.acquire()
+                admitted.callback(slots.release)
             _put(memory, admitted_gpu=need.get(self.gpu_key), admitted_host=need.get("host"))
             sb.start()
             veil = expect(Started, o.build_timeout_s, "start").veil  # sent before candidate code runs
@@ -459,8 +462,6 @@ class Judge(MemoryPlanning):
             sb.finish()
             sb.cleanup()
             admitted.close()
-            if slots is not None:
-                slots.release()
 
     def _compare_trials(self, ref: Reference, outputs: list, replay: list, fail: Callable) -> float:
         """Trials, then replay trials, against the reference; raises `fail(...)`; returns the worst abs error."""
