@@ -20,6 +20,7 @@ explains (guard reference, too_large or degenerate), 1 otherwise, 2 for bad inpu
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import math
 import os
@@ -268,7 +269,12 @@ def _judge_all(args, todo, log: Log, run: dict, t0: float, say) -> None:
                 inflight[fut] = (level, name, stamp)
             if not inflight:
                 continue
-            finished, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+            finished, _ = wait(list(inflight), timeout=args.stall_report, return_when=FIRST_COMPLETED)
+            if not finished:  # no verdict for a while: say who waits on what, so a stall explains itself
+                say(f"kb_sweep: no verdict for {args.stall_report:g} s; {len(inflight)} in flight "
+                    f"({', '.join(name for _, name, _ in inflight.values())}); {pool.gate.describe()}", flush=True)
+                faulthandler.dump_traceback(file=sys.stdout, all_threads=True)
+                continue
             for fut in finished:
                 level, name, stamp = inflight.pop(fut)
                 wall = stamp.get("done", time.monotonic()) - stamp["submit"]
@@ -405,6 +411,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=float,
         help="stop submitting new tasks after this many seconds (in-flight "
         "ones finish); rerun with the same --out to continue",
+    )
+    p.add_argument(
+        "--stall-report",
+        type=float,
+        default=120.0,
+        help="when no verdict arrives for this many seconds, print the admission gate's state and every thread's "
+        "stack (default 120)",
     )
     p.add_argument(
         "--retry-infra",

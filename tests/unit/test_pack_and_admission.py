@@ -131,6 +131,20 @@ def test_a_need_larger_than_the_capacity_runs_alone_and_unknown_resources_are_ig
     gate.release(held)
 
 
+def test_the_gate_describes_what_is_held_and_who_waits():
+    gate = MemoryGate({"host": 10 * GB, "gpu:0": 20 * GB})
+    held = gate.acquire({"host": 6 * GB, "gpu:0": 5 * GB})
+    waiter = threading.Thread(target=lambda: gate.release(gate.acquire({"host": 8 * GB})))
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while "1 waiting" not in gate.describe() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert gate.describe() == "gate: host 6.0/10.0 (peak 6.0), gpu:0 5.0/20.0 (peak 5.0) GB; 1 waiting"
+    gate.release(held)
+    waiter.join(10)
+    assert gate.describe() == "gate: host 0.0/10.0 (peak 8.0), gpu:0 0.0/20.0 (peak 5.0) GB; 0 waiting"
+
+
 def test_a_waiting_request_asks_its_caller_to_free_idle_holders():
     gate = MemoryGate({"host": 10})
     idle = gate.acquire({"host": 10})  # e.g. a big task's lease, kept by an idle cached reference

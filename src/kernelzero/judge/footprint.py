@@ -107,6 +107,14 @@ class MemoryGate:
             self._drain()
             return dict(self._held)
 
+    def describe(self) -> str:
+        """One line of state for a stall report: held / capacity per resource (GB), peaks, requests waiting."""
+        with self._cond:
+            self._drain()
+            parts = [f"{k} {self._held[k] / GB:.1f}/{self.capacity[k] / GB:.1f} (peak {self.peak[k] / GB:.1f})"
+                     for k in self.capacity]  # fmt: skip
+            return f"gate: {', '.join(parts)} GB; {len(self._queue)} waiting"
+
     def _clamped(self, need: dict[str, int]) -> dict[str, int]:
         return {k: min(max(0, int(v)), self.capacity[k]) for k, v in need.items() if k in self.capacity}
 
