@@ -44,7 +44,7 @@ class ForgedSandbox:
         self.fds = {n: memfd(files[n], sealed) if n in files else memfd(seal=False) for n in OUTPUTS}
         self.messages = messages
 
-    def load_output(self, name: str):
+    def load_output(self, name: str, device: str | None = None):
         return load_sealed(self.fds[name], name)
 
     def output_bytes(self) -> int:

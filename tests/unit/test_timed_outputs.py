@@ -41,7 +41,7 @@ class _HostBound(Bound):
         self.output_fds = {n: os.memfd_create(f"kz-{n}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING) for n in OUTPUTS}
         weakref.finalize(self, lambda fds: [os.close(fd) for fd in fds], list(self.output_fds.values()))
 
-    def load_output(self, name: str):
+    def load_output(self, name: str, device: str | None = None):
         return load_sealed(self.output_fds[name], name)
 
     @staticmethod

@@ -110,13 +110,20 @@ class MemoryPlanning:
         least = choose_plan(self._full_plan(), fp.out_bytes, 0)
         sizes = (f"inputs {fp.in_bytes / GB:.1f} GB, outputs {fp.out_bytes / GB:.1f} GB, parameters "
                  f"{fp.param_bytes / GB:.1f} GB")  # fmt: skip
-        if self.device == "cuda" and fp.gpu_need() > gate.capacity[self.gpu_key]:
-            return (f"the task needs about {fp.gpu_need() / GB:.0f} GB of GPU memory ({sizes}), more than the "
-                    f"{gate.capacity[self.gpu_key] / GB:.0f} GB one job may use on this GPU")
-        if fp.host_need(least) > gate.capacity["host"]:
-            return (f"the task needs about {fp.host_need(least) / GB:.0f} GB of host memory for its outputs "
-                    f"({sizes}), more than the {gate.capacity['host'] / GB:.0f} GB the judge may use")
+        on_device = self._on_device(fp)
+        gpu, host = fp.gpu_need(plan=least if on_device else None), fp.host_need(least, on_device)
+        if self.device == "cuda" and gpu > gate.capacity[self.gpu_key]:
+            return (f"the task needs about {gpu / GB:.0f} GB of GPU memory ({sizes}), more than the "
+                    f"{gate.capacity[self.gpu_key] / GB:.0f} GB one job may use on this GPU")  # fmt: skip
+        if host > gate.capacity["host"]:
+            return (f"the task needs about {host / GB:.0f} GB of host memory for its outputs "
+                    f"({sizes}), more than the {gate.capacity['host'] / GB:.0f} GB the judge may use")  # fmt: skip
         return None
+
+    def _on_device(self, fp: Footprint | None) -> bool:
+        """Whether this task's outputs reach the judge on the GPU (`sandbox/devmem.py`): CUDA, and big enough."""
+        mb = self.options.device_outputs_mb
+        return self.device == "cuda" and mb > 0 and fp is not None and fp.out_bytes >= mb * 2**20
 
     def _full_plan(self) -> Plan:
         o = self.options
@@ -141,9 +148,11 @@ class MemoryPlanning:
         """What one worker of this task holds: GPU (its footprint, or the reference's measured peak), host (its
         outputs); `alone`: the whole GPU, for a run that ran out of memory beside others."""
         gate = self.gate()
-        need = {"host": fp.host_need(plan) if fp is not None else WORKER_HOST + 4 * GB}
+        on_device = self._on_device(fp)
+        need = {"host": fp.host_need(plan, on_device) if fp is not None else WORKER_HOST + 4 * GB}
         if self.device == "cuda":
-            gpu = fp.gpu_need(measured) if fp is not None else max(WORKER_GPU + (measured or 0), 8 * GB)
+            gpu = (fp.gpu_need(measured, plan if on_device else None) if fp is not None
+                   else max(WORKER_GPU + (measured or 0), 8 * GB))  # fmt: skip
             need[self.gpu_key] = gate.capacity[self.gpu_key] if alone else gpu
         return need
 
@@ -163,18 +172,27 @@ class MemoryPlanning:
             with self._lock:
                 self._evict_from_device(gate, n)
             held = gate.acquire({f"refs:{self.gpu_key}": n}, block=False)
+        groups = [*ref.outputs, *ref.replay_outputs, *ref.wide_outputs, *(ts for _, ts in ref.timed_outputs)]
+        arrived_on_device = any(isinstance(t, torch.Tensor) and t.is_cuda for g in groups for t in g)
+        if held is None and not arrived_on_device:
+            return
+        # Outputs that came over on the device (devmem) but find no room in the budget go to host memory.
+        target = self.compare_device if held is not None else "cpu"
+        copies: dict[int, torch.Tensor] = {}  # an unperturbed replay is its trial's tensor: one copy of it
+
+        def move(t: torch.Tensor) -> torch.Tensor:
+            if id(t) not in copies:
+                copies[id(t)] = t.to(target)
+            return copies[id(t)]
+
+        def moved(tensors: list) -> list:
+            return [move(t) if isinstance(t, torch.Tensor) else t for t in tensors]
+
+        ref.outputs = [moved(ts) for ts in ref.outputs]
+        ref.replay_outputs = [moved(ts) for ts in ref.replay_outputs]
+        ref.wide_outputs = [moved(ts) for ts in ref.wide_outputs]
+        ref.timed_outputs = [(s, moved(ts)) for s, ts in ref.timed_outputs]
         if held is not None:
-
-            copies: dict[int, torch.Tensor] = {}  # an unperturbed replay is its trial's tensor: one copy of it
-
-            def moved(tensors: list) -> list:
-                return [copies.setdefault(id(t), t.to(self.compare_device)) if isinstance(t, torch.Tensor) else t
-                        for t in tensors]  # fmt: skip
-
-            ref.outputs = [moved(ts) for ts in ref.outputs]
-            ref.replay_outputs = [moved(ts) for ts in ref.replay_outputs]
-            ref.wide_outputs = [moved(ts) for ts in ref.wide_outputs]
-            ref.timed_outputs = [(s, moved(ts)) for s, ts in ref.timed_outputs]
             ref.on_device = True
             weakref.finalize(ref, gate.release_later, held)
             gate.release({"host": ref.holds.pop("host", 0)})  # its host pages go with the mapping

@@ -228,7 +228,8 @@ class Judge(MemoryPlanning):
         return None
 
     def _sandbox(self, job: dict[str, Any]) -> Sandbox:
-        job = {**job, "device": self.device, "allow_tf32": self.options.allow_tf32}
+        device_min = int(self.options.device_outputs_mb * 2**20) if self.device == "cuda" else 0
+        job = {**job, "device": self.device, "allow_tf32": self.options.allow_tf32, "device_min_bytes": device_min}
         if self.warm is not None:  # a pre-spawned worker (same env), see WarmSandboxes
             return self.warm.take(job)
         return Sandbox(
@@ -271,7 +272,7 @@ class Judge(MemoryPlanning):
                              "wide": ref.wide, "timing_seeds": ref.timing_seeds})  # fmt: skip
                     deadline = time.monotonic() + o.build_timeout_s + o.run_timeout_s
                 elif isinstance(msg, ReferenceOutputs):
-                    if not self._take_outputs(ref, sb.load_output("out"), msg):
+                    if not self._take_outputs(ref, sb.load_output("out", self.compare_device), msg):
                         break
                     if self.timed:
                         # torch.compile compiles before `timing_ready`, outside the lock (other GPUs' work goes on)
@@ -287,7 +288,7 @@ class Judge(MemoryPlanning):
                             break
                         ref.eager, ref.compiled = timing.eager, timing.compile
                         ref.gpu_peak = max(ref.gpu_peak or 0, timing.gpu_peak or 0) or None
-                        ref.timed_outputs = sb.load_output("timed")
+                        ref.timed_outputs = sb.load_output("timed", self.compare_device)
                 elif isinstance(msg, Failed):
                     text = msg.message  # the exception line, then the innermost frames: keep both ends (the tail
                     if len(text) > 800:  # alone lost the exception of a long traceback)
@@ -403,7 +404,7 @@ class Judge(MemoryPlanning):
                 raise fail("rejected", "the candidate's inputs differ from the reference's (torch patched?)", "inputs")
             try:
                 with _stopwatch(stage_s, "load"):
-                    data = sb.load_output("out")
+                    data = sb.load_output("out", self.compare_device)
             except ChannelError as exc:
                 raise fail("rejected", str(exc), "channel") from None
             except Exception as exc:  # a tensor subclass or a forged file does not load under weights_only
@@ -498,7 +499,7 @@ class Judge(MemoryPlanning):
         match the reference's on the same inputs. Stops a module that is honest until it senses it is timed.
         Returns (guard, feedback) on a violation."""
         try:
-            timed = sb.load_output("timed")
+            timed = sb.load_output("timed", self.compare_device)
         except ChannelError as exc:
             return "channel", str(exc)
         except Exception as exc:

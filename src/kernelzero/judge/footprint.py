@@ -62,15 +62,19 @@ class Footprint:
     out_bytes: int
     param_bytes: int
 
-    def gpu_need(self, measured_peak: int | None = None) -> int:
+    def gpu_need(self, measured_peak: int | None = None, plan: Plan | None = None) -> int:
         """Device memory a worker of this task needs: its context, the parameters, the inputs and outputs of one call
-        with as much again for intermediates and kept copies (or the reference's measured peak when larger)."""
+        with as much again for intermediates and kept copies (or the reference's measured peak when larger); with
+        `plan` (its outputs handed over on the device, `sandbox/devmem.py`), twice the outputs it keeps as well: the
+        worker's exported copies and the judge's."""
         need = WORKER_GPU + self.param_bytes + 2 * (self.in_bytes + self.out_bytes)
-        return max(need, WORKER_GPU + (measured_peak or 0))
+        kept = 2 * plan.sets * self.out_bytes if plan is not None else 0
+        return max(need, WORKER_GPU + (measured_peak or 0)) + kept
 
-    def host_need(self, plan: Plan) -> int:
-        """Host memory a worker of this task holds: its resident set and the outputs it hands over (one memfd)."""
-        return WORKER_HOST + plan.sets * self.out_bytes
+    def host_need(self, plan: Plan, on_device: bool = False) -> int:
+        """Host memory a worker of this task holds: its resident set and the outputs it hands over (one memfd;
+        none when they go over on the device)."""
+        return WORKER_HOST + (0 if on_device else plan.sets * self.out_bytes)
 
 
 def host_memory_bytes() -> int:

@@ -56,6 +56,10 @@ class JudgeOptions:
     """Outputs one judging keeps per side (reference, candidate). A task whose trials, replays, wide trials and timed
     sets would keep more runs fewer of each (`footprint.choose_plan`, down to 2 trials, 1 replay, 1 wide, 1 timed):
     KernelBench's 6 GB outputs times 15 sets would not fit a machine's memory."""
+    device_outputs_mb: float = 8.0
+    """CUDA outputs of at least this many MB reach the judge as device memory (`sandbox/devmem.py`: an exported
+    allocation, copied on the GPU), never through host memory; smaller ones, and all on CPU, through the sealed
+    memfd. 0: all through the memfd."""
     gpu_memory_gb: float = 0.0
     """GPU memory the pool admits workers against (0: the device's memory less the judge's own share)."""
     host_memory_gb: float = 0.0

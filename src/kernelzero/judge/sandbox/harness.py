@@ -17,11 +17,13 @@ import hashlib
 import os
 import secrets
 import signal
+import socket
 import sys
 import time
 import traceback
 
 from kernelzero.judge.guards import CANDIDATE_MODULE
+from kernelzero.judge.sandbox.devmem import Exports
 from kernelzero.judge.sandbox.pack import PackWriter, placeholders
 from kernelzero.judge.sandbox.process import SEALS
 
@@ -122,10 +124,15 @@ class Bound:
         self.randbelow = secrets.randbelow  # which timed calls' outputs are checked (timing.time_model)
         self.frombuffer = functools.partial(torch.frombuffer, dtype=torch.uint8)
         self._cuda, self._empty, self._uint8 = torch.cuda.is_available(), torch.empty, torch.uint8
+        self._torch = torch
         self._gc, self._signal = gc, signal
         self._sigmask, self._ftruncate = signal.pthread_sigmask, os.ftruncate
         self._fcntl, self._F_ADD_SEALS, self._F_SEAL_SEAL = fcntl.fcntl, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL
         self.output_fds: dict[str, int] = {}  # set from the job: the sandbox's memfds
+        self.device_fd = -1  # set from the job: the socket device outputs' descriptors go to (`devmem`)
+        self.device_min_bytes = 0  # CUDA outputs of at least this size stay on the device; 0: none do
+        self._exports = None  # devmem.Exports, made on the first big CUDA output
+        self._send_fds, self._socket, self._close = socket.send_fds, socket.socket, os.close
         self.clone = torch.Tensor.clone
         self.equal = torch.equal
         self.tensor_type = torch.Tensor
@@ -144,8 +151,28 @@ class Bound:
 
     def writer(self, name: str) -> PackWriter:
         """A writer into the sandbox's `name` memfd (`sandbox.OUTPUTS`): tensors go in as they are produced
-        (`PackWriter.add`, one copy from the device into the file), so no worker ever holds a bundle of outputs."""
-        return PackWriter(self.output_fds[name], self.frombuffer, self._ftruncate, self._staging())
+        (`PackWriter.add`, one copy from the device into the file), so no worker ever holds a bundle of outputs.
+        On a GPU with a device channel, CUDA outputs of at least `device_min_bytes` go into exported device
+        allocations instead (`devmem`), never through host memory."""
+        export = self._export if self._exports is not None else None
+        return PackWriter(self.output_fds[name], self.frombuffer, self._ftruncate, self._staging(), export)
+
+    def open_device_channel(self, fd: int, min_bytes: int) -> None:
+        """From the job, before candidate code runs: the socket for device outputs and the size from which CUDA
+        outputs take it; binds the driver's calls now (`devmem.Driver`)."""
+        self.device_fd, self.device_min_bytes = fd, min_bytes
+        if self._cuda and fd >= 0 and min_bytes > 0:
+            self._exports = Exports(self._torch)
+            self._device_socket = self._socket(fileno=fd)
+
+    def _export(self, t) -> int | None:
+        big = self.numel(t) * t.element_size() >= self.device_min_bytes
+        return self._exports.export(t) if big and t.is_cuda else None
+
+    def release_exports(self) -> None:
+        """Free the device copies sent so far (call once the judge has answered: it has copied them by then)."""
+        if self._exports is not None:
+            self._exports.release()
 
     def _staging(self):
         """A 64 MB pinned buffer, made on first use on a GPU worker (None elsewhere): device outputs reach the file
@@ -164,7 +191,12 @@ class Bound:
         try:
             writer.finish(obj)
             self._fcntl(self.output_fds[name], self._F_ADD_SEALS, SEALS | self._F_SEAL_SEAL)
+            if writer.fds:  # the device outputs' descriptors, tagged with the pack's name; ours are closed after
+                self._send_fds(self._device_socket, [name.encode()], writer.fds)
         finally:
+            for fd in writer.fds:
+                self._close(fd)
+            writer.fds = []
             if collecting:
                 self._gc.enable()
             self._sigmask(self._signal.SIG_SETMASK, mask)

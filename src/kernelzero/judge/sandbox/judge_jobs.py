@@ -142,6 +142,7 @@ def job_reference(job: dict, chan: Channel, torch, bound: Bound) -> None:
     chan.send(wire(TimingReady()))
     if json.loads(sys.stdin.readline() or "{}").get("cmd") != "time":
         return
+    bound.release_exports()  # the parent has copied the outputs (it answers only after)
     eager = time_and_keep(torch, bound, model, input_sets, job["timing"])
     compiled_stats = None
     if compiled is not None:
@@ -308,6 +309,7 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
     command = json.loads(sys.stdin.readline() or "{}")  # wait until the parent has the GPU to itself for us
     if command.get("cmd") != "time":
         return
+    bound.release_exports()  # the parent has copied the outputs (it answers only after)
     # Timing seeds arrive with the command, never in the job: a candidate that read them at import could
     # precompute the timed inputs' outputs and answer timed calls from a table.
     t0 = bound.perf_counter()
@@ -335,8 +337,10 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
     if json.loads(sys.stdin.readline() or "{}").get("cmd") != "save_timed":
         return
     t2 = bound.perf_counter()
-    save_captured(torch, bound, captured)
     audited = tally is None and counter.cuda_names  # a CUDA candidate: its timed calls were not counted
     idle = audit_cuda_launches(torch, bound, counter, model, input_sets) if audited else None
     integrity.check()
+    # Saved last, after the audit's calls: no candidate code runs between the save and the parent's copy of the
+    # device outputs (devmem: the parent copies them as soon as it reads this report).
+    save_captured(torch, bound, captured)
     chan.send(wire(TimedSaved(seconds={"save": bound.perf_counter() - t2}, idle_calls=idle, gpu_peak=gpu_peak(torch))))

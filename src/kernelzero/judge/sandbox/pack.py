@@ -11,6 +11,10 @@ tensor over the mapping (`torch.frombuffer`): a 6 GB output costs no copy and no
 chunks (`check.compare`). A forged trailer cannot point outside the file or claim a dtype we do not know: `read`
 checks every entry and raises PackError, which the judge reports as a tampered channel.
 
+On a GPU, big CUDA outputs do not go into the file at all: their entries (`[dtype, shape, index, nbytes, "device"]`)
+name device allocations whose descriptors the harness sends beside the sealed file (`devmem.py`); `read` checks
+those entries before it asks for the allocations and takes exactly as many as the trailer names.
+
 Whole-bundle serialization (one `torch.save` of every trial's outputs) is what failed on KernelBench's 6-8 GB tasks:
 the zip writer past 6 GiB and the worker's file size limit past 8 GiB.
 """
@@ -28,6 +32,8 @@ _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 ALIGN = 4096  # each tensor starts on a page: the reader's views are aligned for every dtype
 _TRAILER_LEN = struct.Struct("<Q")
 MAX_TRAILER = 64 * 2**20
+DEVICE = "device"  # an entry's fifth field: its bytes are in a device allocation passed beside the file (devmem)
+MAX_DEVICE = 200  # device entries per pack (one SCM_RIGHTS message carries at most 253 descriptors)
 # dtypes a pack may hold, by the name the trailer uses (torch's own, without the prefix)
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
           "complex64", "complex128")  # fmt: skip
@@ -44,22 +50,31 @@ class PackWriter:
     returns its placeholder; `finish(obj)` writes the trailer for an object whose tensors are those placeholders.
     """
 
-    def __init__(self, fd: int, bytes_view, ftruncate=os.ftruncate, stage=None):
+    def __init__(self, fd: int, bytes_view, ftruncate=os.ftruncate, stage=None, export=None):
         """bytes_view(buffer, count=, offset=): a uint8 tensor over a buffer (`torch.frombuffer` with dtype uint8,
         bound by the harness before candidate code runs). stage: a pinned uint8 host tensor through which device
         tensors are copied piece by piece (a DMA into pinned memory, then a memcpy into the file's pages), or None
-        for a direct copy."""
+        for a direct copy. export(t): the file descriptor of a device copy of `t` (`devmem.Exports.export`), or None
+        for a tensor that goes into the file; a device entry names its descriptor, not bytes of the file."""
         self.fd, self._bytes_view, self._ftruncate, self._stage = fd, bytes_view, ftruncate, stage
+        self._export = export
         self.entries: list[list] = []
+        self.fds: list[int] = []  # descriptors of device copies, in entry order (sent beside the sealed file)
         self.end = 0
         self._ftruncate(fd, 0)
 
     def add(self, t) -> dict:
-        """Copy tensor `t` into the file; returns `{"__t": index}` to put in the object where `t` goes."""
+        """Copy tensor `t` into the file (or, when big and on a GPU, into an exported device allocation); returns
+        `{"__t": index}` to put in the object where `t` goes."""
         dtype = str(t.dtype).removeprefix("torch.")
         if dtype not in DTYPES:
             raise PackError(f"cannot pack dtype {dtype}")
         nbytes = t.numel() * t.element_size()
+        fd = self._export(t) if self._export is not None and len(self.fds) < MAX_DEVICE else None
+        if fd is not None:
+            self.fds.append(fd)
+            self.entries.append([dtype, list(t.shape), len(self.fds) - 1, nbytes, DEVICE])
+            return {"__t": len(self.entries) - 1}
         offset = -(-self.end // ALIGN) * ALIGN
         if nbytes:
             self._ftruncate(self.fd, offset + nbytes)
@@ -109,8 +124,13 @@ def placeholders(obj: Any, add) -> Any:
     return obj
 
 
-def read(fd: int, torch) -> Any:
-    """The object packed in `fd`, its tensors viewing a private mapping of the file (valid after `fd` closes)."""
+def read(fd: int, torch, device_copies=None) -> Any:
+    """The object packed in `fd`, its tensors viewing a private mapping of the file (valid after `fd` closes).
+
+    device_copies(sizes): the device allocations the pack's device entries name (their claimed sizes in index
+    order), as flat uint8 tensors the judge owns
+    (`Sandbox.load_output` receives and copies them); None where no device channel exists (a pack naming one is
+    refused)."""
     size = os.fstat(fd).st_size
     if size < _TRAILER_LEN.size:
         raise PackError("the file is empty or truncated")
@@ -125,7 +145,18 @@ def read(fd: int, torch) -> Any:
         raise PackError(f"unreadable trailer: {exc}") from None
     data_end = body_end - n
     mm = mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE) if data_end else None
-    tensors = [_tensor(torch, mm, entry, data_end) for entry in _entries(table)]
+    entries = _entries(table)
+    n_device = sum(1 for e in entries if isinstance(e, list) and len(e) == 5)
+    if n_device and device_copies is None:
+        raise PackError("the pack names device allocations, but this judge has no device channel")
+    if n_device > MAX_DEVICE:
+        raise PackError(f"the pack names {n_device} device allocations, more than {MAX_DEVICE}")
+    sizes = {e[2]: _device_size(torch, e) for e in entries if isinstance(e, list) and len(e) == 5}
+    if sorted(sizes) != list(range(n_device)):
+        raise PackError("the device entries do not name allocations 0..n-1 once each")
+    copies = device_copies([sizes[i] for i in range(n_device)]) if n_device else []
+    tensors = [_device_tensor(torch, copies, e) if isinstance(e, list) and len(e) == 5 else
+               _tensor(torch, mm, e, data_end) for e in entries]  # fmt: skip
 
     def build(x: Any) -> Any:
         if isinstance(x, list):
@@ -148,20 +179,45 @@ def _entries(table: Any) -> list:
     return table
 
 
-def _tensor(torch, mm: mmap.mmap | None, entry: Any, data_end: int):
-    try:
-        dtype_name, shape, offset, nbytes = entry
-    except (TypeError, ValueError):
-        raise PackError(f"malformed tensor entry {entry!r}") from None
+def _shape_numel(torch, entry: Any, dtype_name: Any, shape: Any) -> tuple[Any, int]:
     if dtype_name not in DTYPES or not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
-        raise PackError(f"malformed tensor entry {entry!r}")
-    if type(offset) is not int or type(nbytes) is not int or offset < 0 or offset % ALIGN or nbytes < 0:
         raise PackError(f"malformed tensor entry {entry!r}")
     dtype = getattr(torch, dtype_name)
     numel = 1
     for d in shape:
         numel *= d
-    if numel * torch.empty((), dtype=dtype).element_size() != nbytes or offset + nbytes > data_end:
+    return dtype, numel * torch.empty((), dtype=dtype).element_size()
+
+
+def _device_size(torch, entry: list) -> int:
+    """The bytes of a device entry `[dtype, shape, index, nbytes, "device"]`, checked before any allocation is
+    received for it."""
+    dtype_name, shape, index, nbytes, kind = entry
+    _, size = _shape_numel(torch, entry, dtype_name, shape)
+    if kind != DEVICE or type(index) is not int or type(nbytes) is not int or size != nbytes:
+        raise PackError(f"malformed device entry {entry!r}")
+    return nbytes
+
+
+def _device_tensor(torch, copies: list, entry: list):
+    """A device entry over the index-th received copy (entries checked by `_device_size`)."""
+    dtype_name, shape, index, nbytes, _ = entry
+    dtype = getattr(torch, dtype_name)
+    flat = copies[index]
+    if flat.numel() != nbytes:
+        raise PackError(f"device entry {entry!r} does not match its allocation")
+    return flat.view(dtype).view(shape) if nbytes else torch.empty(shape, dtype=dtype, device=flat.device)
+
+
+def _tensor(torch, mm: mmap.mmap | None, entry: Any, data_end: int):
+    try:
+        dtype_name, shape, offset, nbytes = entry
+    except (TypeError, ValueError):
+        raise PackError(f"malformed tensor entry {entry!r}") from None
+    dtype, size = _shape_numel(torch, entry, dtype_name, shape)
+    if type(offset) is not int or type(nbytes) is not int or offset < 0 or offset % ALIGN or nbytes < 0:
+        raise PackError(f"malformed tensor entry {entry!r}")
+    if size != nbytes or offset + nbytes > data_end:
         raise PackError(f"tensor entry {entry!r} does not match its size or lies outside the file")
     if nbytes == 0:
         return torch.empty(shape, dtype=dtype)

@@ -20,7 +20,9 @@ inherited by the worker; the harness writes its outputs into one as a pack (`pac
 device into the file as it is produced, any size) and seals it (no write, grow or shrink,
 ever again, by anyone) before it reports. The judge loads only a sealed memfd, mapped, never copied: candidate code
 that runs after the harness's write (a finalizer, a signal handler) cannot change what the judge reads, and a
-worker that replaces its descriptor writes into a file the judge never looks at.
+worker that replaces its descriptor writes into a file the judge never looks at. Big CUDA outputs stay on the GPU:
+the worker exports device copies and sends their descriptors on a unix socket beside the memfd (`devmem.py`), and
+the judge copies them on the device when it loads the pack, before it tells the worker anything more.
 
 The channel: results travel on a dedicated pipe (never stdout/stderr, which the candidate controls) as
 length-prefixed JSON, each message signed with HMAC-SHA256 under a per-job key and a sequence number. Printing a
@@ -41,6 +43,7 @@ import queue
 import select
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -53,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelzero.judge.sandbox import pack
+from kernelzero.judge.sandbox import devmem, pack
 
 _HEADER = struct.Struct(">I")
 _MAC_LEN = 32
@@ -194,9 +197,23 @@ class Channel:
         return bytes(buf)
 
 
-def load_sealed(fd: int, name: str) -> Any:
-    """The pack (`pack.py`) a worker wrote into memfd `fd` and sealed, its tensors mapped from the file (no copy).
-    Raises ChannelError when it is not sealed (its contents could still change), empty or not a well-formed pack."""
+def _ordinal(device: str) -> int:
+    import torch
+
+    index = torch.device(device).index
+    return torch.cuda.current_device() if index is None else index
+
+
+def _receive_copies(sock: socket.socket | None, name: str, sizes: list[int], ordinal: int) -> list:
+    if sock is None:
+        raise pack.PackError("the worker has no device channel")
+    return devmem.receive(sock, name, sizes, ordinal)
+
+
+def load_sealed(fd: int, name: str, device_copies=None) -> Any:
+    """The pack (`pack.py`) a worker wrote into memfd `fd` and sealed, its tensors mapped from the file (no copy),
+    its device entries from `device_copies` (`pack.read`). Raises ChannelError when it is not sealed (its contents
+    could still change), empty or not a well-formed pack."""
     import torch
 
     try:
@@ -208,7 +225,7 @@ def load_sealed(fd: int, name: str) -> Any:
     if os.fstat(fd).st_size == 0:
         raise ChannelError(f"the worker wrote no {name} outputs")
     try:
-        return pack.read(fd, torch)
+        return pack.read(fd, torch, device_copies)
     except pack.PackError as exc:
         raise ChannelError(f"the {name} outputs are not a well-formed pack: {exc}") from None
 
@@ -327,6 +344,8 @@ class Sandbox:
         self._log = None
         self._chan: Channel | None = None
         self._outputs: dict[str, int] = {}  # memfd per OUTPUTS name, created with the worker
+        self._device: socket.socket | None = None  # where device outputs' descriptors arrive (`devmem`)
+        self._device_child = -1  # the worker's end, by its descriptor number there
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -334,12 +353,14 @@ class Sandbox:
         if self._proc is None:
             self.spawn()
         self._write_stdin({**self.job, "key": self._key.hex(), "scratch": str(self.scratch),
-                           "output_fds": self._outputs})  # fmt: skip
+                           "output_fds": self._outputs, "device_fd": self._device_child})  # fmt: skip
 
     def spawn(self) -> None:
         """Start the worker process without a job: it imports torch and waits on stdin (see `WarmSandboxes`)."""
         r_fd, w_fd = os.pipe()
         self._outputs = {name: os.memfd_create(f"kz-{name}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING) for name in OUTPUTS}
+        self._device, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._device_child = child.fileno()
         self._log = open(self.scratch / "worker.log", "wb")
         cmd = [sys.executable, "-m", "kernelzero.judge.sandbox.worker", str(w_fd)]
         if self.isolation == "namespaces":
@@ -350,12 +371,13 @@ class Sandbox:
             stdin=subprocess.PIPE,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            pass_fds=(w_fd, *self._outputs.values()),
+            pass_fds=(w_fd, self._device_child, *self._outputs.values()),
             env=self._env(),
             cwd=self.scratch,
             start_new_session=True,  # its own process group: killpg(0) from inside cannot reach the judge
         )
         os.close(w_fd)
+        child.close()
         self._chan = Channel(r_fd, self._key)
 
     def alive(self) -> bool:
@@ -422,9 +444,13 @@ class Sandbox:
         """Bytes the worker has written into its output memfds (host memory they hold)."""
         return sum(os.fstat(fd).st_size for fd in self._outputs.values())
 
-    def load_output(self, name: str) -> Any:
-        """What the worker sealed into its `name` memfd (`load_sealed`)."""
-        return load_sealed(self._outputs[name], name)
+    def load_output(self, name: str, device: str | None = None) -> Any:
+        """What the worker sealed into its `name` memfd (`load_sealed`), its device outputs copied onto `device` (a
+        CUDA device of this process, the worker's GPU; None: a pack naming device outputs is refused). Call it on
+        the worker's report and before sending the worker anything more: the copies are the snapshot."""
+        ordinal = None if device is None or not device.startswith("cuda") else _ordinal(device)
+        fetch = None if ordinal is None else (lambda sizes: _receive_copies(self._device, name, sizes, ordinal))
+        return load_sealed(self._outputs[name], name, fetch)
 
     def kill(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
@@ -441,6 +467,9 @@ class Sandbox:
         if self._chan is not None:
             os.close(self._chan.fd)
             self._chan = None
+        if self._device is not None:
+            self._device.close()  # descriptors the worker sent and nobody received are closed with it
+            self._device = None
         if self._log is not None:
             self._log.close()
             self._log = None

@@ -91,9 +91,10 @@ def main(argv: list[str]) -> int:
 
         bound = Bound(torch)
         bound.output_fds = {k: int(v) for k, v in (job.get("output_fds") or {}).items()}
-        set_precision_policy(torch, bool(job.get("allow_tf32", False)))
         if job["device"] == "cuda":
             torch.cuda.init()
+            bound.open_device_channel(int(job.get("device_fd", -1)), int(job.get("device_min_bytes") or 0))
+        set_precision_policy(torch, bool(job.get("allow_tf32", False)))
         veil = os.environ.get("KZ_SCRATCH_VEIL")  # set by the namespace prelude: were sibling scratches hidden?
         chan.send(wire(Started(pid=os.getpid(), veil=veil or None)))
         JOBS[job["kind"]](job, chan, torch, bound)
