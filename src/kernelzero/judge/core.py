@@ -122,6 +122,7 @@ class Reference:
     out_of_memory: bool = False  # the reference ran out of device memory (retried alone once)
     gpu_peak: int | None = None  # device bytes the reference's worker reserved at its peak
     rss_peak: int | None = None
+    stage_s: dict[str, float] = field(default_factory=dict)  # where its wall time went (copied into verdicts)
 
     @property
     def nbytes(self) -> int:
@@ -176,7 +177,9 @@ class Judge(MemoryPlanning):
             return Verdict.fail("infra_error", "CUDA candidates need a GPU; this judge runs on CPU", **base)
         # the CPU farm builds while the reference runs (a cold task's reference takes 10-20 s on a GPU)
         build = self.farm.submit(source) if self.farm is not None else None
+        t_ref = time.monotonic()
         ref = self.reference(task)
+        base["stage_s"] = {"reference": round(time.monotonic() - t_ref, 3), **ref.stage_s}
         if ref.too_large is not None:
             return Verdict.fail("infra_error", f"too large to judge here: {ref.too_large}", guard="too_large", **base)
         if ref.error is not None:
@@ -251,6 +254,7 @@ class Judge(MemoryPlanning):
         (sb.scratch / "task.py").write_text(task.source)
         sb.job["task_path"] = str(sb.scratch / "task.py")
         held: dict[str, int] = {}
+        mark = _marks(ref.stage_s, "ref.")
         try:
             sb.start()
             deadline = time.monotonic() + o.build_timeout_s + o.run_timeout_s
@@ -267,28 +271,36 @@ class Judge(MemoryPlanning):
                         ref.error = ref.too_large
                         break
                     self._plan(ref)
+                    mark("sized")
                     held = self._admit_reference(ref, alone)
+                    mark("wait_memory")
                     sb.send({"cmd": "run", "seeds": ref.seeds, "replay": [e for e in ref.replay if e[1]],
                              "wide": ref.wide, "timing_seeds": ref.timing_seeds})  # fmt: skip
                     deadline = time.monotonic() + o.build_timeout_s + o.run_timeout_s
                 elif isinstance(msg, ReferenceOutputs):
+                    mark("run")
                     if not self._take_outputs(ref, sb.load_output("out", self.compare_device), msg):
                         break
+                    mark("load")
                     if self.timed:
                         # torch.compile compiles before `timing_ready`, outside the lock (other GPUs' work goes on)
                         ready = _receive(sb, time.monotonic() + 4 * o.run_timeout_s, "reference")
                         if not isinstance(ready, TimingReady):
                             ref.error = f"reference timing failed: {ready or sb.log_tail()[-800:]}"
                             break
+                        mark("timing_inputs")
                         with self.timing_lock:
+                            mark("wait_timing")
                             sb.send({"cmd": "time"})
                             timing = _receive(sb, time.monotonic() + 2 * o.run_timeout_s, "reference")  # eager+compile
+                            mark("time")
                         if not isinstance(timing, ReferenceTiming):
                             ref.error = f"reference timing failed: {timing or sb.log_tail()[-800:]}"
                             break
                         ref.eager, ref.compiled = timing.eager, timing.compile
                         ref.gpu_peak = max(ref.gpu_peak or 0, timing.gpu_peak or 0) or None
                         ref.timed_outputs = sb.load_output("timed", self.compare_device)
+                        mark("timed_load")
                 elif isinstance(msg, Failed):
                     text = msg.message  # the exception line, then the innermost frames: keep both ends (the tail
                     if len(text) > 800:  # alone lost the exception of a long traceback)
@@ -327,7 +339,7 @@ class Judge(MemoryPlanning):
 
     def _candidate(self, task: Task, source: str, ref: Reference, base: dict, build: Future | None) -> Verdict:
         o = self.options
-        stage_s: dict[str, float] = {}
+        stage_s: dict[str, float] = base.pop("stage_s", {})  # the reference's wait and its stages, then ours
         job = {"kind": "candidate", "init_seed": ref.init_seed, "backend": base["backend"]}
         if self.timed:
             job.update(timing=o.timing_config())
@@ -535,6 +547,18 @@ def _receive(sb: Sandbox, deadline: float, job: str) -> Message | None:
     ProtocolError for a message the judge cannot read (a forged one: the key lives in the worker)."""
     raw = sb.recv(deadline)
     return None if raw is None else parse(raw, job)
+
+
+def _marks(stage_s: dict[str, float], prefix: str) -> Callable[[str], None]:
+    """`mark(name)`: record in `stage_s[prefix + name]` the seconds since the previous mark (or this call)."""
+    last = [time.monotonic()]
+
+    def mark(name: str) -> None:
+        now = time.monotonic()
+        stage_s[prefix + name] = round(now - last[0], 3)
+        last[0] = now
+
+    return mark
 
 
 def _lists_of_lists(v: Any) -> bool:

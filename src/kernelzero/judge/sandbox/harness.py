@@ -131,7 +131,8 @@ class Bound:
         self.output_fds: dict[str, int] = {}  # set from the job: the sandbox's memfds
         self.device_fd = -1  # set from the job: the socket device outputs' descriptors go to (`devmem`)
         self.device_min_bytes = 0  # CUDA outputs of at least this size stay on the device; 0: none do
-        self._exports = None  # devmem.Exports, made on the first big CUDA output
+        self._exports = None  # devmem.Exports, made when the job opens a device channel
+        self._device_socket = None
         self._send_fds, self._socket, self._close = socket.send_fds, socket.socket, os.close
         self.clone = torch.Tensor.clone
         self.equal = torch.equal
@@ -446,9 +447,11 @@ class NetworkBlock:
     as an exit code) still becomes a `rejected` verdict at `check`. The sandbox's network namespace already has no
     route out; this names the attempt, and holds where the sandbox runs without namespaces."""
 
-    def __init__(self) -> None:
+    def __init__(self, device_socket=None) -> None:
+        """device_socket: the harness's unix socket to the judge (`devmem`): descriptors sent on it are allowed."""
         self.hits: list[str] = []
         self.armed = False
+        self.device_socket = device_socket
 
     def install(self) -> None:
         hits, block = self.hits, self
@@ -456,6 +459,9 @@ class NetworkBlock:
         def hook(event: str, args: tuple) -> None:
             if not block.armed:
                 return
+            own = block.device_socket
+            if event == "socket.sendmsg" and own is not None and args and args[0] is own:
+                return  # to the judge only (a socket pair made before any candidate code ran), never a network
             if event in _NETWORK_EVENTS:
                 hits.append(event)
                 raise PermissionError(f"{event}: the judge's sandbox has no network")

@@ -235,7 +235,7 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
     counter = LaunchCounter(Path(job["candidate_path"]).read_text())
     counter.install_triton()  # before the candidate's import binds anything from Triton
     policy = precision_flags(torch)  # as the worker set it (TF32 off): guard `precision` compares against it
-    network = NetworkBlock()
+    network = NetworkBlock(getattr(bound, "_device_socket", None))
     network.install()  # guard `network`, from the candidate's import on
     integrity = Integrity(job["candidate_path"], counter.wrapped)  # guards `introspection`, `harness_patch`
     for hook in GUARD_HOOKS:
