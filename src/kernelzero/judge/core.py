@@ -188,6 +188,9 @@ class Judge(MemoryPlanning):
             return self._candidate(task, source, ref, base, build)
         except StageFailure as failure:
             return failure.verdict
+        finally:
+            if self._on_device(ref.footprint):  # its outputs' copies here, freed: give the blocks back to the GPU
+                torch.cuda.empty_cache()  # (cached, they starved the next big task's workers: 'out of memory')
 
     def reference(self, task: Task) -> Reference:
         """Reference outputs (and runtimes on GPU) for `task`, computed once in a candidate-free worker."""
@@ -206,6 +209,8 @@ class Judge(MemoryPlanning):
                 if ref.out_of_memory:
                     ref.too_large = f"the reference ran out of GPU memory with the GPU to itself: {ref.error[-300:]}"
             self._keep(ref)
+            if self._on_device(ref.footprint):
+                torch.cuda.empty_cache()  # copies not kept (a failed reference's, or moved to the host) go back
             with self._lock:
                 self._refs[key] = ref
                 self._evict()
