@@ -239,7 +239,10 @@ def _judge_all(args, todo, log: Log, run: dict, t0: float, say) -> None:
             f"{record['wall_s']:.1f} s {mem}".rstrip(), flush=True)  # fmt: skip
 
     with JudgePool(options, workers=args.workers) as pool:
-        window = args.workers or pool.workers  # in flight at once: the rest wait here, so --time-limit can stop them
+        # In flight at once (the rest wait here, so --time-limit can stop them): on a GPU, one per candidate slot.
+        # Each request takes a reference worker, then a candidate worker; more in flight than the pool keeps warm
+        # start cold workers all at once, and 25 of them took 21-32 s each to size their task on the H200.
+        window = args.workers or (pool.slots_per_gpu * len(pool.judges) if pool.slots_per_gpu else pool.workers)
         pending = list(todo)
         inflight: dict = {}
         while pending or inflight:

@@ -144,14 +144,15 @@ class MemoryPlanning:
         ref.wide = ref.wide[: plan.wide]
         ref.timing_seeds = ref.timing_seeds[: plan.timing_sets]
 
-    def _needs(self, fp: Footprint | None, plan: Plan, alone: bool, measured: int | None = None) -> dict[str, int]:
+    def _needs(self, fp: Footprint | None, plan: Plan, alone: bool, measured: int | None = None,
+               copies: int = 2) -> dict[str, int]:  # fmt: skip
         """What one worker of this task holds: GPU (its footprint, or the reference's measured peak), host (its
         outputs); `alone`: the whole GPU, for a run that ran out of memory beside others."""
         gate = self.gate()
         on_device = self._on_device(fp)
         need = {"host": fp.host_need(plan, on_device) if fp is not None else WORKER_HOST + 4 * GB}
         if self.device == "cuda":
-            gpu = (fp.gpu_need(measured, plan if on_device else None) if fp is not None
+            gpu = (fp.gpu_need(measured, plan if on_device else None, copies) if fp is not None
                    else max(WORKER_GPU + (measured or 0), 8 * GB))  # fmt: skip
             need[self.gpu_key] = gate.capacity[self.gpu_key] if alone else gpu
         return need
@@ -233,7 +234,7 @@ class MemoryPlanning:
         share, the task's lease, so its candidates can always run beside the reference outputs it keeps in host
         memory (a reference waiting for memory only its candidates free would deadlock the pool). Idle big
         references are dropped first: their holds come back once no candidate uses them."""
-        need = self._needs(ref.footprint, ref.plan, alone)
+        need = self._needs(ref.footprint, ref.plan, alone, copies=1)
         fp = ref.footprint
         if fp is not None and ref.plan is not None and fp.out_bytes * ref.plan.sets > LEASE_BYTES:
             ref.lease = self._needs(fp, ref.plan, False)

@@ -207,7 +207,9 @@ class Judge(MemoryPlanning):
             if ref.out_of_memory:  # beside other workers, maybe: once more with the GPU to itself
                 ref = self._run_reference(task, alone=True)
                 if ref.out_of_memory:
-                    ref.too_large = f"the reference ran out of GPU memory with the GPU to itself: {ref.error[-300:]}"
+                    why = next((line.strip() for line in ref.error.splitlines() if "out of memory" in line.lower()),
+                               ref.error[-300:])  # the allocator's own line: how much it asked for, what was free
+                    ref.too_large = f"the reference ran out of GPU memory with the GPU to itself: {why[:400]}"
             self._keep(ref)
             if self._on_device(ref.footprint):
                 torch.cuda.empty_cache()  # copies not kept (a failed reference's, or moved to the host) go back

@@ -62,13 +62,14 @@ class Footprint:
     out_bytes: int
     param_bytes: int
 
-    def gpu_need(self, measured_peak: int | None = None, plan: Plan | None = None) -> int:
+    def gpu_need(self, measured_peak: int | None = None, plan: Plan | None = None, copies: int = 2) -> int:
         """Device memory a worker of this task needs: its context, the parameters, the inputs and outputs of one call
         with as much again for intermediates and kept copies (or the reference's measured peak when larger); with
-        `plan` (its outputs handed over on the device, `sandbox/devmem.py`), twice the outputs it keeps as well: the
-        worker's exported copies and the judge's."""
+        `plan` (its outputs handed over on the device, `sandbox/devmem.py`), `copies` times the outputs it keeps as
+        well: a candidate's exported copies and the judge's (2), a reference's exports (1: the judge keeps its own
+        copies in the references' budget)."""
         need = WORKER_GPU + self.param_bytes + 2 * (self.in_bytes + self.out_bytes)
-        kept = 2 * plan.sets * self.out_bytes if plan is not None else 0
+        kept = copies * plan.sets * self.out_bytes if plan is not None else 0
         return max(need, WORKER_GPU + (measured_peak or 0)) + kept
 
     def host_need(self, plan: Plan, on_device: bool = False) -> int:
