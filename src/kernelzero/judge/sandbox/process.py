@@ -283,6 +283,41 @@ class _Spawner:
         return done.result()
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid` (from /proc's children lists), deepest last."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def _await_exit(pids: list[int], timeout_s: float) -> None:
+    """Wait until each of `pids` is gone or a zombie (its memory, device memory included, released)."""
+    deadline = time.monotonic() + timeout_s
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                break
+            if state in ("Z", "X"):
+                break
+            time.sleep(0.01)
+
+
 def kill_workers() -> int:
     """Kill every worker this process started that still runs, with its process group; returns how many. For a
     command stopped with Ctrl-C: the judge's threads then see their workers gone and finish at once (their verdicts
@@ -454,6 +489,7 @@ class Sandbox:
 
     def kill(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
+            self._doomed = _descendants(self._proc.pid)  # the worker itself, under unshare and the prelude
             try:
                 os.killpg(self._proc.pid, signal.SIGKILL)  # with namespaces: kills unshare, PID 1 and so all
             except ProcessLookupError:
@@ -464,6 +500,10 @@ class Sandbox:
         """Stop the worker (hard), collect its exit and log tail. Safe to call twice."""
         self.kill()
         rc = self._proc.wait() if self._proc is not None else None
+        # unshare dies at once; the worker's GPU memory comes back only when the worker itself has exited, and a
+        # next job admitted on its released bytes before that ran out of memory (KernelBench's 7 GB RMSNorm).
+        _await_exit(getattr(self, "_doomed", []), timeout_s=20.0)
+        self._doomed = []
         if self._chan is not None:
             os.close(self._chan.fd)
             self._chan = None
