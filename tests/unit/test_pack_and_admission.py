@@ -131,6 +131,22 @@ def test_a_need_larger_than_the_capacity_runs_alone_and_unknown_resources_are_ig
     gate.release(held)
 
 
+def test_a_budget_no_worker_waits_for_is_granted_past_a_queue_of_workers():
+    gate = MemoryGate({"host": 10 * GB, "refs:gpu:0": 8 * GB})
+    held = gate.acquire({"host": 9 * GB})
+    waiter = threading.Thread(target=lambda: gate.release(gate.acquire({"host": 8 * GB})))
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while "1 waiting" not in gate.describe() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert gate.acquire({"refs:gpu:0": 4 * GB}, block=False) is None  # the default never jumps the queue
+    assert gate.acquire({"refs:gpu:0": 4 * GB}, block=False, jump=True) == {"refs:gpu:0": 4 * GB}
+    assert gate.acquire({"refs:gpu:0": 5 * GB}, block=False, jump=True) is None  # but it must still fit
+    gate.release(held)
+    waiter.join(10)
+    assert gate.held == {"host": 0, "refs:gpu:0": 4 * GB}
+
+
 def test_the_gate_describes_what_is_held_and_who_waits():
     gate = MemoryGate({"host": 10 * GB, "gpu:0": 20 * GB})
     held = gate.acquire({"host": 6 * GB, "gpu:0": 5 * GB})

@@ -123,15 +123,18 @@ class MemoryGate:
     def _clamped(self, need: dict[str, int]) -> dict[str, int]:
         return {k: min(max(0, int(v)), self.capacity[k]) for k, v in need.items() if k in self.capacity}
 
-    def acquire(self, need: dict[str, int], block: bool = True, on_wait=None) -> dict[str, int] | None:
+    def acquire(self, need: dict[str, int], block: bool = True, on_wait=None,
+                jump: bool = False) -> dict[str, int] | None:  # fmt: skip
         """Hold `need` (clamped to each capacity) and return what is held; without `block`, None at once when it does
-        not fit now or others are waiting (it never jumps the queue). While it waits at the head of the queue it
-        calls `on_wait()` each second (outside the gate's lock: the caller may drop idle holders there)."""
+        not fit now or others are waiting (it never jumps the queue, unless `jump`: for a resource no blocking request
+        ever asks for, such as the references' budget, a queue of workers is no reason to refuse). While it waits at
+        the head of the queue it calls `on_wait()` each second (outside the gate's lock: the caller may drop idle
+        holders there)."""
         need = self._clamped(need)
         if not block:
             with self._cond:
                 self._drain()
-                if self._queue or not self._fits(need):
+                if (self._queue and not jump) or not self._fits(need):
                     return None
                 self._take(need)
                 return need
