@@ -53,9 +53,11 @@ def _put(memory: dict[str, float], **figures: int | None) -> None:
     memory.update({k: _gb(v) for k, v in figures.items() if v is not None})
 
 
-def _memory_figures(ref: Reference) -> dict[str, float]:
-    """The reference's figures for `Verdict.memory` (the candidate's are added as they arrive)."""
-    host = (ref.rss_peak or 0) + (ref.footprint.out_bytes * ref.plan.sets if ref.footprint and ref.plan else 0)
+def _memory_figures(ref: Reference, on_device: bool) -> dict[str, float]:
+    """The reference's figures for `Verdict.memory` (the candidate's are added as they arrive); `on_device`: its
+    outputs crossed on the GPU (`sandbox/devmem.py`), not in host memory."""
+    kept = ref.footprint.out_bytes * ref.plan.sets if ref.footprint and ref.plan and not on_device else 0
+    host = (ref.rss_peak or 0) + kept
     memory: dict[str, float] = {}
     _put(memory, ref_gpu=ref.gpu_peak, ref_host=host or None)
     return memory

@@ -398,7 +398,7 @@ class Judge(MemoryPlanning):
                 raise fail("rejected", f"the worker's result channel was tampered with: {exc}", "channel") from None
 
         admitted = contextlib.ExitStack()
-        memory = base["memory"] = _memory_figures(ref)
+        memory = base["memory"] = _memory_figures(ref, self._on_device(ref.footprint))
         try:
             with _stopwatch(stage_s, "wait_memory"):  # admitted by its task's memory, beside the other workers
                 need = self._admit_candidate(ref, admitted)
