@@ -84,7 +84,7 @@ def _kb_eval_fresh(args: tuple) -> bool:
 
 
 def kernelbench_way(items: list[tuple[str, str, str, str]], device: str, work: Path, mode: str = "fresh",
-                    built: dict | None = None) -> dict:  # fmt: skip
+                    built: dict | None = None, timeout_s: float | None = None) -> dict:  # fmt: skip
     """`fresh` (KernelBench's batch_eval with one GPU: each candidate evaluated by a newly spawned `mp.Pool`, so a
     process start, `import torch` and a cold Triton JIT per candidate) or `warm` (every candidate in this one
     process: an optimistic bound KernelBench's scripts do not reach). CUDA builds run first on all cores, once."""
@@ -111,7 +111,8 @@ def kernelbench_way(items: list[tuple[str, str, str, str]], device: str, work: P
         try:
             if mode == "fresh":
                 with spawn.Pool(1) as pool:  # as batch_eval: `with mp.Pool(batch_size) as pool` per batch
-                    ok += int(pool.apply(_kb_eval_fresh, (args,)))
+                    # (its `timeout` per evaluation: a hanging candidate's pool is terminated on the way out)
+                    ok += int(pool.apply_async(_kb_eval_fresh, (args,)).get(timeout_s))
             else:
                 ok += int(_kb_eval(*args))
         except Exception as exc:
@@ -126,7 +127,7 @@ STEADY_MARK = "\n# steady-state set: a distinct source, so no build, Triton kern
 
 def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, workers: int | None,
          steady: bool = False, farm_sizes: tuple[int, ...] = (), slot_counts: tuple[int, ...] = (),
-         no_bind: bool = False, lean: bool = True) -> dict:  # fmt: skip
+         no_bind: bool = False, lean: bool = True, run_timeout_s: float | None = None) -> dict:  # fmt: skip
     """Cold: pool start, precompiled headers, references, builds, all timed. Steady (the same pool, then the same
     candidates as new sources): what a long training run sees per batch once references and headers exist.
     `slot_counts`, then `farm_sizes`: one more steady pass each (new sources again), with that many candidate workers
@@ -143,17 +144,19 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
         p.write_text(task_src)
         tasks.setdefault(task_src, Task.from_file(p))
     opts = JudgeOptions(device=device, compile_baseline=False)
+    if run_timeout_s:
+        opts.run_timeout_s = run_timeout_s
     with JudgePool(opts, workers, cache_dir=str(work / ("build-cache" if lean else "build-cache-all.h"))) as pool:
         if pool.farm:
             pool.farm.lean = lean  # read when the headers are built, at the first build
-        verdicts = pool.judge_many([(tasks[t], c, b) for _, t, c, b in items])
+        verdicts, _, latency = _judged(pool, [(tasks[t], c, b) for _, t, c, b in items])
         reference_s = sorted(r.seconds for j in pool.judges for r in j._refs.values())
         cold_in_pool = time.perf_counter() - t0
 
         def steady_pass(mark: str) -> dict:  # the same candidates as new sources: nothing built or judged is reused
             t1 = time.perf_counter()
-            again, done_s = _judged(pool, [(tasks[t], c + mark, b) for _, t, c, b in items])
-            return {**_summary(items, again, time.perf_counter() - t1), "done_s": done_s}
+            again, done_s, lat = _judged(pool, [(tasks[t], c + mark, b) for _, t, c, b in items])
+            return {**_summary(items, again, time.perf_counter() - t1), "done_s": done_s, "latency_s": lat}
 
         warm = None
         if steady:
@@ -182,18 +185,35 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
         others = warm["other_slot_counts"] + warm["other_farm_sizes"] + ([warm["no_bind"]] if warm["no_bind"] else [])
         wall -= warm["wall_s"] + sum(o["wall_s"] for o in others)
     return {**_summary(items, verdicts, wall), "farm": farm, "reference_s": reference_s, "slots_per_gpu": slots,
-            "cold_in_pool_s": cold_in_pool, "steady": warm}  # fmt: skip
+            "cold_in_pool_s": cold_in_pool, "steady": warm, "latency_s": latency}  # fmt: skip
 
 
-def _judged(pool, requests: list) -> tuple[list, list[float]]:
-    """The verdicts, in order, and when each arrived (seconds after the pass began, sorted): with the builds'
-    seconds (all start at once), where the pass's wall goes after the last build."""
+def _judged(pool, requests: list) -> tuple[list, list[float], list[float]]:
+    """The verdicts, in order; when each arrived (seconds after the pass began, sorted): with the builds' seconds
+    (all start at once), where the pass's wall goes after the last build; and each one's latency, in order."""
     from concurrent.futures import as_completed
 
     t0 = time.perf_counter()
-    futures = [pool.submit(*r) for r in requests]
+    futures, sent = [], []
+    for r in requests:
+        sent.append(time.perf_counter())
+        futures.append(pool.submit(*r))
+    arrived: dict = {}
+    for f in futures:
+        f.add_done_callback(lambda f: arrived.setdefault(id(f), time.perf_counter()))
     done_s = [round(time.perf_counter() - t0, 2) for _ in as_completed(futures)]
-    return [f.result() for f in futures], done_s
+    latency = [round(arrived.get(id(f), time.perf_counter()) - t, 2) for f, t in zip(futures, sent)]
+    return [f.result() for f in futures], done_s, latency
+
+
+def check_mix(items: list, expected: dict, statuses: list[str], latency: list[float]) -> dict:
+    """Verdicts' statuses against the mix's expected ones, and how fast compile errors were answered."""
+    wrong = [(name, got, expected[name]) for (name, *_), got in zip(items, statuses) if got not in expected[name]]
+    for name, got, want in wrong:
+        print(f"  MISMATCH {name}: {got}, expected {' or '.join(want)}")
+    compile_lat = [t for (name, *_), t in zip(items, latency) if expected[name] == ("compile_error",)]
+    return {"mismatches": len(wrong), "compile_error_latency_median_s": statistics.median(compile_lat)
+            if compile_lat else None}  # fmt: skip
 
 
 def _summary(items: list, verdicts: list, wall: float) -> dict:
@@ -246,6 +266,13 @@ def main() -> None:
         help="then judge again in a second pool (own cache, cold and steady) whose bound host TUs include torch/all.h "
         "instead of the lean headers (CUDA; the lean build's A/B within one lease)",
     )
+    ap.add_argument(
+        "--mix",
+        action="store_true",
+        help="the realistic mix instead (throughput_cases/mix.py: 64 candidates per backend over 8 tasks, 40%% "
+        "correct, 30%% not compiling, 20%% wrong, 10%% crashing or hanging), each checked against its expected status",
+    )
+    ap.add_argument("--timeout", type=float, default=None, help="seconds per evaluation for both ways (mix: 30)")
     ap.add_argument("--out", default=None, help="write the figures as JSON here (rewritten after each backend)")
     args = ap.parse_args()
 
@@ -257,17 +284,24 @@ def main() -> None:
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
     from throughput_cases import cases
+    from throughput_cases.mix import mix
 
     n = 16 if args.quick else 20
     backends = [b for b in args.backends.split(",") if b and not (b == "cuda" and device == "cpu")]
     every = cases(n, n, small=device == "cpu")
+    expected: dict = {}
+    timeout = args.timeout or (30.0 if args.mix else None)
+    if args.mix:
+        mixed = [c for b in backends for c in mix(b, small=device == "cpu")]
+        every = [(c.name, c.task, c.source, c.backend) for c in mixed]
+        expected = {c.name: c.expected for c in mixed}
     results: dict = {"device": device, "cpus": os.cpu_count(), "torch": torch.__version__,
                      "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None}  # fmt: skip
     for backend in backends:
         items = [c for c in every if c[3] == backend]
         (work / backend).mkdir()
         print(f"== {backend}: {len(items)} candidates, KernelBench way (fresh process per candidate) ...", flush=True)
-        kb = kernelbench_way(items, device, work / backend, "fresh")
+        kb = kernelbench_way(items, device, work / backend, "fresh", timeout_s=timeout)
         print(f"   {kb['correct']}/{kb['n']} correct, {kb['wall_s']:.1f} s (builds {kb['build_s']:.1f} s), "
               f"{kb['per_min']:.1f}/min", flush=True)  # fmt: skip
         built = kb.pop("built")
@@ -284,12 +318,20 @@ def main() -> None:
         sizes = tuple(int(x) for x in args.steady_farm.split(",") if x.strip())
         counts = tuple(int(x) for x in args.steady_slots.split(",") if x.strip())
         us = ours(items, device, work / backend, args.workers, steady=not args.no_steady, farm_sizes=sizes,
-                  slot_counts=counts, no_bind=args.steady_no_bind)
+                  slot_counts=counts, no_bind=args.steady_no_bind, run_timeout_s=timeout)
+        if expected:
+            us["mix"] = check_mix(items, expected, us["statuses"], us["latency_s"])
+            print(f"   mix: {us['mix']['mismatches']} verdicts differ from their expected status; compile errors "
+                  f"answered in a median {us['mix']['compile_error_latency_median_s']} s", flush=True)  # fmt: skip
         print(f"   {us['correct']}/{us['n']} correct, {us['wall_s']:.1f} s, {us['per_min']:.1f}/min; median stage "
               f"seconds {json.dumps(us['stage_median_s'])}\n   summed over candidates {json.dumps(us['stage_total_s'])}"
               f"\n   reference workers (s): {us['reference_s']}; slots per GPU {us['slots_per_gpu']}; "
               f"farm {json.dumps(us['farm'])}", flush=True)  # fmt: skip
         st = us["steady"]
+        if st and expected:
+            st["mix"] = check_mix(items, expected, st["statuses"], st["latency_s"])
+            print(f"   mix, steady: {st['mix']['mismatches']} verdicts differ from their expected status; compile "
+                  f"errors answered in a median {st['mix']['compile_error_latency_median_s']} s", flush=True)
         if st:
             print(f"   steady state (same pool; the same candidates as new sources): {st['correct']}/{st['n']} correct,"
                   f" {st['wall_s']:.1f} s, {st['per_min']:.1f}/min, {st['per_min'] / kb['per_min']:.2f}x the "
