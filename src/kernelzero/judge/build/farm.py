@@ -513,9 +513,13 @@ class BuildFarm:
             print(f"kernelzero: {what}: {err[-400:]}", file=sys.stderr)
             shutil.rmtree(tmp, ignore_errors=True)
             return False
-        shutil.rmtree(out, ignore_errors=True)
-        os.rename(tmp, out)
-        return True
+        if out.is_dir() and not (out / product).is_file():
+            shutil.rmtree(out, ignore_errors=True)  # a stale folder without the product (an older layout)
+        try:
+            os.rename(tmp, out)
+        except OSError:  # another judge on this machine promoted the same build first: theirs is in use, keep it
+            shutil.rmtree(tmp, ignore_errors=True)
+        return (out / product).is_file()
 
     def state_dict(self) -> dict:
         """Counters and figures: builds run, how they were made, median seconds per build step kind."""
