@@ -4,7 +4,7 @@ stay inside the commands, so `kernelzero --help` answers at once."""
 
 from __future__ import annotations
 
-from kernelzero.commands import data, evaluate, judge, loop, policies, propose  # noqa: F401 (registration)
+from kernelzero.commands import data, evaluate, judge, loop, policies, propose, study  # noqa: F401 (registration)
 from kernelzero.commands.app import MODEL_HELP, app
 from kernelzero.commands.ui import fail
 

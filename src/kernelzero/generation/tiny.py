@@ -29,6 +29,7 @@ import random
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 TINY_VERSION = 1
@@ -95,33 +96,51 @@ def build_once(target: Path, build: Callable[[Path], object]) -> Path:
     return target
 
 
+@dataclass(frozen=True)
+class ModelShape:
+    """The Qwen2 decoder's sizes; the defaults are the tiny model's. The learning study builds larger ones."""
+
+    hidden_size: int = 64
+    intermediate_size: int = 128
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 4
+    num_key_value_heads: int = 2
+    max_position_embeddings: int = MAX_POSITIONS
+
+
 def build_tiny_model(out_dir: str | Path, seed: int = 0) -> Path:
     """Train the tokenizer, initialise the model, and `save_pretrained` both into `out_dir`. About 5 s on 2 cores."""
+    texts = _code_corpus(seed)
+    return build_local_model(out_dir, texts, ModelShape(), seed=seed, vocab_size=VOCAB_SIZE, eos_reachable=True,
+                             info={"tiny_version": TINY_VERSION, "eos_mean_tokens": EOS_MEAN_TOKENS})  # fmt: skip
+
+
+def build_local_model(out_dir: str | Path, texts: list[str], shape: ModelShape, *, seed: int = 0,
+                      vocab_size: int = VOCAB_SIZE, eos_reachable: bool = False, info: dict | None = None,
+                      tokenizer=None) -> Path:  # fmt: skip
+    """A randomly initialised Qwen2 causal LM of `shape` with a byte-level BPE tokenizer trained on `texts` (or the
+    given `PreTrainedTokenizerFast`), saved with `save_pretrained` into `out_dir`. Nothing is downloaded.
+
+    `eos_reachable` calibrates EOS for a model that is sampled untrained (the tiny model); a model that is fine-tuned
+    before it is sampled learns EOS from its data and is left as initialised."""
     import torch
     import transformers
-    from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    texts = _code_corpus(seed)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=_train_bpe(texts),
-        eos_token=EOS,
-        pad_token=PAD,
-        additional_special_tokens=[IM_START, ENDOFTEXT],
-        model_max_length=MAX_POSITIONS,
-        chat_template=CHAT_TEMPLATE,
-    )
+    if tokenizer is None:
+        tokenizer = train_tokenizer(texts, vocab_size, shape.max_position_embeddings)
     eos_id, pad_id = tokenizer.convert_tokens_to_ids(EOS), tokenizer.convert_tokens_to_ids(PAD)
 
     config = Qwen2Config(
         vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=MAX_POSITIONS,
+        hidden_size=shape.hidden_size,
+        intermediate_size=shape.intermediate_size,
+        num_hidden_layers=shape.num_hidden_layers,
+        num_attention_heads=shape.num_attention_heads,
+        num_key_value_heads=shape.num_key_value_heads,
+        max_position_embeddings=shape.max_position_embeddings,
         tie_word_embeddings=False,  # the EOS bias below needs an LM head of its own
         bos_token_id=None,
         eos_token_id=eos_id,
@@ -130,7 +149,8 @@ def build_tiny_model(out_dir: str | Path, seed: int = 0) -> Path:
     )
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(config).eval()
-    _make_eos_reachable(model, tokenizer, texts[0][:2000], eos_id)
+    if eos_reachable:
+        _make_eos_reachable(model, tokenizer, texts[0][:2000], eos_id)
     model.generation_config = GenerationConfig(
         eos_token_id=[eos_id, tokenizer.convert_tokens_to_ids(ENDOFTEXT)],
         pad_token_id=pad_id,
@@ -141,16 +161,25 @@ def build_tiny_model(out_dir: str | Path, seed: int = 0) -> Path:
     )
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    info = {
-        "tiny_version": TINY_VERSION,
-        "seed": seed,
-        "vocab_size": len(tokenizer),
-        "eos_mean_tokens": EOS_MEAN_TOKENS,
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-    }
-    (out / "build_info.json").write_text(json.dumps(info, indent=2) + "\n")
+    record = {**(info or {}), "seed": seed, "vocab_size": len(tokenizer), "shape": asdict(shape),
+              "torch": torch.__version__, "transformers": transformers.__version__}  # fmt: skip
+    (out / "build_info.json").write_text(json.dumps(record, indent=2) + "\n")
     return out
+
+
+def train_tokenizer(texts: list[str], vocab_size: int = VOCAB_SIZE, max_length: int = MAX_POSITIONS):
+    """A `PreTrainedTokenizerFast`: byte-level BPE trained on `texts`, ChatML special tokens, its own pad token, the
+    ChatML chat template with `{% generation %}` around assistant turns."""
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(
+        tokenizer_object=_train_bpe(texts, vocab_size),
+        eos_token=EOS,
+        pad_token=PAD,
+        additional_special_tokens=[IM_START, ENDOFTEXT],
+        model_max_length=max_length,
+        chat_template=CHAT_TEMPLATE,
+    )
 
 
 def _code_corpus(seed: int) -> list[str]:
@@ -177,7 +206,7 @@ def _code_corpus(seed: int) -> list[str]:
     return texts
 
 
-def _train_bpe(texts: list[str]):
+def _train_bpe(texts: list[str], vocab_size: int = VOCAB_SIZE):
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     # Qwen2's exact pipeline: transformers rebuilds it from `config.json` (model_type qwen2) when it loads the
@@ -192,7 +221,7 @@ def _train_bpe(texts: list[str]):
     )
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_SIZE,
+        vocab_size=vocab_size,
         special_tokens=SPECIAL_TOKENS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,

@@ -277,6 +277,10 @@ class CoEvolution:
 
         pool = self.pool()
         api_sets = self._api_sets(r, pool)
+        if not self.config.loop.train_proposer:
+            self.say(f"round {r}: Proposer phase skipped (loop.train_proposer is off: the Proposer stays frozen)")
+            self.commit(unit_name(r, "proposer"), api_sets=api_sets)
+            return
         cfg = self._phase_config("proposer", r)
         self.say(f"round {r}: Proposer phase ({cfg.max_steps} step(s) x {cfg.num_generations} generations over "
                  f"{len(api_sets)} API sets; the Coder is frozen)")  # fmt: skip
@@ -370,9 +374,10 @@ class CoEvolution:
         if not coder_tasks or loop.seed_tasks_always:
             seeds = seed_tasks(loop.seed_tasks)
             if not coder_tasks and seeds:
+                where = "shipped in the package" if loop.seed_tasks == "builtin" else f"of {loop.seed_tasks}"
                 note = (f"round {r}: the Proposer produced no valid task ({len(summary.proposals)} proposed: "
                         f"{_reasons(summary.counts)}) and the pool has no hard task to recycle, so the Coder phase "
-                        f"trains on the {len(seeds)} seed tasks shipped in the package")  # fmt: skip
+                        f"trains on the {len(seeds)} seed tasks {where}")  # fmt: skip
                 self.say(note)
                 self.fallback_notes.append(note)
             seeds_used = bool(seeds)

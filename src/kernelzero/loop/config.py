@@ -67,6 +67,10 @@ class LoopConfig:
     """Sampling temperature of that generation."""
     kernelbench: str | None = None
     """KernelBench checkout to decontaminate proposed tasks against (None: no decontamination check)."""
+    train_proposer: bool = True
+    """Run the Proposer's GRPO phase each round. False keeps the Proposer frozen at its starting weights (the
+    frozen-Proposer ablation): the round's API sets are still drawn and the frozen Proposer still writes the task
+    batch, so only the co-evolution of the task distribution is taken away."""
 
     def __post_init__(self) -> None:
         for name in ("api_sets_per_round", "tasks_per_round", "coder_tasks_max"):

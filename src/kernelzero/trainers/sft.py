@@ -7,7 +7,7 @@ format RL then rewards. The loss covers the completion only (TRL's default for p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -92,8 +92,11 @@ def build_sft_trainer(
     prompt_fn: PromptFn = coder_prompt,
     model: Any = None,
     tokenizer: Any = None,
+    eval_pairs: Iterable[SolutionPair | tuple[Task, str]] | None = None,
+    callbacks: Sequence[Any] = (),
 ):
-    """The configured SFTTrainer, not yet trained."""
+    """The configured SFTTrainer, not yet trained. `eval_pairs`, rendered like the training pairs, are the
+    evaluation set (its loss is what `eval_strategy` and `load_best_model_at_end` in `sft_overrides` act on)."""
     from trl import SFTTrainer
 
     if model is None:
@@ -104,8 +107,9 @@ def build_sft_trainer(
         model=model,
         args=config.to_sft_config(),
         train_dataset=dataset,
+        eval_dataset=sft_dataset(eval_pairs, prompt_fn) if eval_pairs is not None else None,
         processing_class=tokenizer,
-        callbacks=[MetricsJsonlCallback(f"{config.output_dir}/metrics.jsonl")],
+        callbacks=[MetricsJsonlCallback(f"{config.output_dir}/metrics.jsonl"), *callbacks],
     )
     # TRL silently drops rows whose completion was truncated away entirely (prompt longer than max_length)
     kept = len(trainer.train_dataset)
@@ -124,9 +128,12 @@ def run_sft(
     model: Any = None,
     tokenizer: Any = None,
     resume: bool | str = "auto",
+    eval_pairs: Iterable[SolutionPair | tuple[Task, str]] | None = None,
+    callbacks: Sequence[Any] = (),
 ) -> PhaseResult:
     """Fine-tune the Coder on (task, solution) pairs; resumes from output_dir's last checkpoint by default."""
-    trainer = build_sft_trainer(config, pairs, prompt_fn=prompt_fn, model=model, tokenizer=tokenizer)
+    trainer = build_sft_trainer(config, pairs, prompt_fn=prompt_fn, model=model, tokenizer=tokenizer,
+                                eval_pairs=eval_pairs, callbacks=callbacks)
     checkpoint = resolve_resume(config.output_dir, resume)
     trainer.train(resume_from_checkpoint=checkpoint)
     return finish_phase(trainer, config.output_dir, checkpoint)

@@ -1,0 +1,62 @@
+"""`study`: the learning study, from the cold-start corpus to the arms table (see `kernelzero.study.run`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kernelzero.commands.app import app
+from kernelzero.commands.ui import check_choice, check_file, fail, interruptible, quiet_library_warnings
+from kernelzero.loop.config import ConfigError, merge, read_config_file
+from kernelzero.study.config import ARMS, StudyConfig, smoke_config
+from kernelzero.study.report import SMOKE_NOTE
+
+
+@app.command("study")
+def study_command(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Study folder; a rerun resumes from it and other arms and "
+                                      "seeds add to it.")] = Path("runs/study"),
+    arm: Annotated[str, typer.Option(help=f"One of {', '.join(ARMS)}.")] = "main",
+    seed: Annotated[int, typer.Option(min=0, help="Seeds the models' init, SFT, sampling and the loop.")] = 0,
+    rounds: Annotated[int | None, typer.Option(min=1, help="Co-evolution rounds (default: 3; smoke: 1).")] = None,
+    device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="A .yaml/.json file of StudyConfig fields "
+                                                "(kernelzero.study.config) over the defaults.")] = None,
+    smoke: Annotated[bool, typer.Option(help="Every stage at toy size on CPU: checks the pipeline, measures "
+                                        "nothing.")] = False,
+) -> None:
+    """The learning study: a from-scratch Coder and Proposer on a controlled task family, SFT cold start, then the
+    co-evolution loop; test-task pass@1 and fast_1 after SFT and after each round, for one arm and seed."""
+    check_choice("--arm", arm, tuple(ARMS))
+    check_choice("--device", device, ("auto", "cpu", "cuda"))
+    if out.exists() and not out.is_dir():
+        fail(f"--out {out}: not a folder")
+    if smoke and device == "cuda":
+        fail("--smoke runs on CPU: drop --device cuda")
+    check_file("--config", config)
+    base = smoke_config() if smoke else StudyConfig(device=device)
+    try:
+        cfg = merge(base, read_config_file(config)) if config is not None else base
+    except ConfigError as e:
+        fail(str(e))
+    if rounds is not None:
+        cfg = dataclasses.replace(cfg, rounds=rounds)
+    if smoke:
+        typer.echo(SMOKE_NOTE)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    quiet_library_warnings()
+    from kernelzero.study.run import Study
+
+    start = time.monotonic()
+    with interruptible(f"rerun the same command to resume from {out}"):
+        summary = Study(cfg, out, arm=arm, seed=seed, say=lambda m: typer.echo(m)).run()
+    run = summary["runs"].get(f"{arm}/seed-{seed}", {})
+    sft = (run.get("sft") or {}).get("pass@1")
+    last = run["rounds"][-1]["pass@1"] if run.get("rounds") else None
+    typer.echo(f"done in {time.monotonic() - start:.0f} s: test pass@1 after SFT {sft}, after the last round {last}"
+               + (" (smoke: these numbers mean nothing)" if smoke else ""))  # fmt: skip

@@ -1,0 +1,116 @@
+"""The learning study's configuration: its sizes (`StudyConfig`, with the GPU and smoke presets) and its arms.
+
+Every number that decides a result is fixed here before any run, the SFT stopping rule among them: SFT stops when
+the validation loss (on held-out training-pair examples) has not improved by more than `sft_min_improvement` for
+`sft_patience` evaluations in a row, or at `sft_max_steps`, and keeps the best checkpoint. RL is then measured from
+that start, never from one stopped early by hand. No torch import: the CLI checks arguments against this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kernelzero.study.family import FamilyConfig
+from kernelzero.study.models import StudyModelConfig, smoke_models
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm: CA-GRPO's gate (alpha, beta of `rewards.config.GateConfig`) and whether the Proposer trains."""
+
+    alpha: float
+    """Gate threshold on the group's accuracy; 0 opens the gate for every group (speed always counts)."""
+    beta: float
+    """Weight of the speedup term; 0 is a correctness-only reward."""
+    train_proposer: bool = True
+    """False: the Proposer keeps its cold-started weights (`loop.train_proposer`)."""
+
+
+ARMS = {
+    "main": Arm(alpha=0.5, beta=0.1),  # CA-GRPO as in the paper
+    "correctness_only": Arm(alpha=0.5, beta=0.0),
+    "always_speed": Arm(alpha=0.0, beta=0.1),  # no gate: a correct rollout's speed counts in every group
+    "frozen_proposer": Arm(alpha=0.5, beta=0.1, train_proposer=False),
+}
+"""The arms of the study, by their `--arm` name."""
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """Sizes and schedules of one study. Defaults are the H200 run, sized by estimate and not yet measured there
+    (`kernelzero study --config FILE` changes any field); `smoke_config()` is the CPU smoke test."""
+
+    smoke: bool = False
+    """A smoke run: every stage at toy size on CPU; its numbers mean nothing (the report says so)."""
+    device: str = "auto"
+    """Judge, validator and trainers: auto (CUDA when present), cpu or cuda."""
+    family: FamilyConfig = field(default_factory=FamilyConfig)
+    """Task shapes."""
+    train_tasks: int = 1024
+    """Training-pair tasks whose writer solutions are judged for the Coder's corpus."""
+    proposer_tasks: int = 512
+    """Of those, how many are validated for the Proposer's cold-start set."""
+    test_tasks: int = 64
+    """Test-pair tasks of the evaluation (the study's minimum is 64)."""
+    models: StudyModelConfig = field(default_factory=StudyModelConfig)
+    """Tokenizer and decoder sizes."""
+    val_fraction: float = 0.1
+    """Share of each role's SFT examples held out for the validation loss of the stopping rule."""
+    sft_lr: float = 1e-3
+    sft_batch: int = 16
+    sft_max_steps: int = 3000
+    sft_eval_every: int = 50
+    """Steps between validation-loss evaluations (and checkpoints: the best one is kept)."""
+    sft_patience: int = 4
+    """Evaluations in a row without an improvement > sft_min_improvement that stop SFT."""
+    sft_min_improvement: float = 0.01
+    """Relative improvement of the best validation loss that counts (1%)."""
+    eval_samples: int = 4
+    """Samples per test task: pass@1 is the unbiased estimate from these."""
+    eval_temperature: float = 1.0
+    """Sampling temperature of the evaluation (the temperature RL samples at)."""
+    eval_batch: int = 64
+    max_new_tokens: int = 512
+    """Token cap of every Coder and Proposer completion (a writer solution is about 300 tokens)."""
+    rounds: int = 3
+    """Co-evolution rounds."""
+    coder_steps: int = 20
+    """Coder GRPO steps per round (the paper's 20)."""
+    coder_batch: int = 32
+    """Coder completions per GRPO step (coder_batch / rl_generations tasks)."""
+    proposer_steps: int = 10
+    """Proposer GRPO steps per round: fewer than the Coder's, because every valid proposal costs coder_k Coder
+    generations for l(m), one task at a time."""
+    proposer_batch: int = 16
+    """Proposer completions per GRPO step."""
+    rl_generations: int = 8
+    """Group size G of both roles."""
+    rl_lr: float = 2e-5
+    api_sets_per_round: int = 16
+    """API sets of a round (the Proposer phase's prompts and the task batch)."""
+    coder_k: int = 2
+    """Frozen-Coder samples per valid proposed task for l(m)."""
+    judge_trials: int = 3
+    judge_workers: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"StudyConfig.device must be auto, cpu or cuda, got {self.device!r}")
+        if not 0.0 < self.val_fraction < 1.0:
+            raise ValueError(f"StudyConfig.val_fraction must be in (0, 1), got {self.val_fraction!r}")
+        for name in ("rounds", "train_tasks", "test_tasks", "eval_samples", "sft_patience"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"StudyConfig.{name} must be >= 1, got {getattr(self, name)!r}")
+
+
+def smoke_config(rounds: int = 1) -> StudyConfig:
+    """Every stage at toy size on CPU (Triton interpreter, tiny model, a handful of tasks): a few minutes on 2 cores."""
+    return StudyConfig(smoke=True, device="cpu", family=FamilyConfig(rows=(64, 64), cols=(64, 64)), train_tasks=4,
+                       proposer_tasks=4, test_tasks=2, models=smoke_models(), val_fraction=0.25, sft_lr=3e-3,
+                       sft_batch=2, sft_max_steps=4, sft_eval_every=2, sft_patience=2, eval_samples=4, eval_batch=8,
+                       max_new_tokens=24, rounds=rounds, coder_steps=1, coder_batch=4, proposer_steps=1,
+                       proposer_batch=4, rl_generations=2,
+                       api_sets_per_round=2, coder_k=1, judge_trials=1, judge_workers=2)  # fmt: skip
+
+
+__all__ = ["ARMS", "Arm", "StudyConfig", "smoke_config"]

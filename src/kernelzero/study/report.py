@@ -1,0 +1,170 @@
+"""The study's report: `summary.json`, `report.md` (the arms table) and PNG curves, over every seed and arm found in
+a study folder, read from the records the stages wrote (each eval's `summary.json`, each run's `metrics.jsonl`).
+
+Figures are taken from the eval report's own summaries (`eval.report.summarize`: unbiased pass@1 over each task's
+samples; fast_1 strict against eager, None when the judge could not time, as under the Triton interpreter), never
+recomputed. Across seeds an arm reports the mean and the spread (max - min); a difference between two numbers
+counts only where it exceeds the spread, and the table says whether the gain after RL does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+SMOKE_NOTE = ("SMOKE RUN: toy sizes on CPU (tiny model, a handful of tasks, the Triton interpreter, 1 round of a few "
+              "steps). It checks that every stage runs; its numbers mean nothing.")  # fmt: skip
+
+
+def _read(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def eval_figures(eval_dir: Path) -> dict[str, float | None] | None:
+    """pass@1 and fast_1 (strict, vs eager) of one eval folder, from its summary.json; None if not evaluated yet."""
+    summary = _read(eval_dir / "summary.json")
+    if summary is None:
+        return None
+    row = summary["rows"][-1]  # the "all" row
+    speed = row["speed"].get("eager")
+    return {"pass@1": row["pass"]["1"], "fast_1": speed["strict"]["1"] if speed else None, "tasks": row["tasks"]}
+
+
+def _spread(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    return {"mean": sum(values) / len(values), "spread": max(values) - min(values), "n": len(values)}
+
+
+def collect(out: Path) -> dict[str, Any]:
+    """Every (arm, seed) run under `out` with its evaluations, and each arm's mean and spread."""
+    runs: dict[str, Any] = {}
+    for seed_dir in sorted(out.glob("seed-*")):
+        m = re.fullmatch(r"seed-(\d+)", seed_dir.name)
+        if not m:
+            continue
+        sft = eval_figures(seed_dir / "eval-sft")
+        for arm_dir in sorted(p for p in seed_dir.iterdir() if (p / "run").is_dir()):
+            rounds = []
+            for ev in sorted(arm_dir.glob("eval-round-*"), key=lambda p: int(p.name.rsplit("-", 1)[1])):
+                figures = eval_figures(ev)
+                if figures is not None:
+                    rounds.append({"round": int(ev.name.rsplit("-", 1)[1]), **figures})
+            runs[f"{arm_dir.name}/seed-{m.group(1)}"] = {"arm": arm_dir.name, "seed": int(m.group(1)), "sft": sft,
+                                                         "rounds": rounds}  # fmt: skip
+    arms: dict[str, Any] = {}
+    for run in runs.values():
+        arms.setdefault(run["arm"], []).append(run)
+    table = {}
+    for arm, rs in arms.items():
+        done = [r for r in rs if r["sft"] and r["rounds"]]
+        sft = [r["sft"]["pass@1"] for r in done]
+        final = [r["rounds"][-1]["pass@1"] for r in done]
+        gains = [b - a for a, b in zip(sft, final)]
+        fast = [r["rounds"][-1]["fast_1"] for r in done if r["rounds"][-1]["fast_1"] is not None]
+        g, s = _spread(gains), _spread(final)
+        table[arm] = {"seeds": sorted(r["seed"] for r in done), "sft_pass@1": _spread(sft), "final_pass@1": s,
+                      "gain_pass@1": g, "final_fast_1": _spread(fast),
+                      "gain_exceeds_spread": (g is not None and len(done) > 1 and g["mean"] > s["spread"])}  # fmt: skip
+    return {"runs": runs, "arms": table}
+
+
+def _fmt(x: dict | None, pct: bool = True) -> str:
+    if x is None:
+        return "n/a"
+    mean = f"{100 * x['mean']:.1f}%" if pct else f"{x['mean']:.3f}"
+    return mean if x["n"] == 1 else f"{mean} ± {100 * x['spread'] / 2:.1f}"
+
+
+def render(summary: dict[str, Any], figures: list[str]) -> str:
+    lines = ["# Learning study", ""]
+    if summary["smoke"]:
+        lines += [f"**{SMOKE_NOTE}**", ""]
+    lines += ["Test tasks: API pairs never seen in any training record. pass@1: unbiased, from 4 samples per task; "
+              "fast_1: share of test tasks solved correctly and faster than eager (n/a: untimed judge). Mean over "
+              "seeds ± half the spread (max - min); a gain counts only where it exceeds the spread.", "",
+              "| arm | seeds | pass@1 after SFT | pass@1 after RL | gain | fast_1 after RL | gain > spread |",
+              "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for arm, row in summary["arms"].items():
+        seeds = ",".join(map(str, row["seeds"])) or "-"
+        lines.append(f"| {arm} | {seeds} | {_fmt(row['sft_pass@1'])} | {_fmt(row['final_pass@1'])} | "
+                     f"{_fmt(row['gain_pass@1'])} | {_fmt(row['final_fast_1'])} | "
+                     f"{'yes' if row['gain_exceeds_spread'] else 'no'} |")  # fmt: skip
+    n = _rounds(summary)
+    heads = " | ".join(f"round {r}" for r in range(1, n + 1))
+    lines += ["", "## Runs", "", f"| run | after SFT | {heads} |", "|---|---|" + "---|" * n]
+    for name, run in summary["runs"].items():
+        cells = [f"{100 * r['pass@1']:.1f}%" for r in run["rounds"]]
+        sft = f"{100 * run['sft']['pass@1']:.1f}%" if run["sft"] else "n/a"
+        lines.append(f"| {name} | {sft} | " + " | ".join(cells) + " |")
+    lines += ["", "Every verdict: `corpus/verdicts.jsonl`, `seed-S/eval-*/verdicts.jsonl`, `seed-S/ARM/eval-round-R/"
+              "verdicts.jsonl`, `seed-S/ARM/run/verdicts.jsonl`.", ""]  # fmt: skip
+    for name in figures:
+        lines += [f"![{name}](plots/{name})", ""]
+    return "\n".join(lines)
+
+
+def _rounds(summary: dict[str, Any]) -> int:
+    return max((len(r["rounds"]) for r in summary["runs"].values()), default=0)
+
+
+def _metric_series(run_dir: Path, key: str) -> list[float]:
+    path = run_dir / "metrics.jsonl"
+    if not path.is_file():
+        return []
+    values = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        v = json.loads(line).get(key) if line.strip() else None
+        if isinstance(v, int | float):
+            values.append(float(v))
+    return values
+
+
+def write_plots(out: Path, summary: dict[str, Any]) -> list[str]:
+    """pass@1 per round (0 = after SFT) per run, and the loop's training curves (Coder pass rate and reward,
+    Proposer validity and reward) per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plots = out / "plots"
+    plots.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, run in summary["runs"].items():
+        xs = ([0] if run["sft"] else []) + [r["round"] for r in run["rounds"]]
+        ys = ([run["sft"]["pass@1"]] if run["sft"] else []) + [r["pass@1"] for r in run["rounds"]]
+        ax.plot(xs, ys, marker="o", label=name)
+    ax.set(xlabel="round (0 = after SFT)", ylabel="test pass@1", ylim=(0, 1), title="Test pass@1")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(plots / "pass_at_1.png", dpi=100)
+    plt.close(fig)
+    keys = ("coder/pass_rate", "coder/reward_mean", "proposer/valid_share", "proposer/reward_mean")
+    fig, axes = plt.subplots(2, 2, figsize=(9, 6))
+    for ax, key in zip(axes.flat, keys, strict=True):
+        for name in summary["runs"]:
+            arm, seed = name.split("/")
+            ys = _metric_series(out / seed / arm / "run", key)
+            ax.plot(range(len(ys)), ys, marker=".", label=name)
+        ax.set(title=key, xlabel="GRPO step (all rounds)")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(plots / "training.png", dpi=100)
+    plt.close(fig)
+    return ["pass_at_1.png", "training.png"]
+
+
+def write_study_report(out: str | Path, smoke: bool) -> dict[str, Any]:
+    """Write `summary.json`, `report.md` and `plots/` for the study folder `out`; return the summary."""
+    out = Path(out)
+    summary = {"smoke": smoke, "note": SMOKE_NOTE if smoke else None, **collect(out)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    figures = write_plots(out, summary)
+    (out / "report.md").write_text(render(summary, figures), encoding="utf-8")
+    return summary
+
+
+__all__ = ["SMOKE_NOTE", "collect", "eval_figures", "write_study_report"]

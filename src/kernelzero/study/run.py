@@ -1,0 +1,272 @@
+"""The learning study's driver: corpus -> models -> SFT cold start -> eval -> co-evolution rounds -> eval per round.
+
+Every stage calls the project's own code path: the real judge (`JudgePool`), the task validator, `run_sft`, the eval
+loop (`eval.evaluate.run_eval` and `eval.report.summarize`, which compute pass@k and fast_p), and the co-evolution
+loop of `kernelzero train` (`loop.coevolve.CoEvolution` with a `RunConfig`). The study only chooses the inputs (the
+family's tasks and API sets, the from-scratch models, the arm's reward knobs) and reads the outputs.
+
+Layout of `--out` (each stage skips itself when its output is there, so an invocation killed at any point, or a
+later invocation for another arm or seed, resumes; `stages.jsonl` says what each invocation ran or skipped):
+
+    corpus/        corpus.jsonl + dataset/ (Coder pairs judged ok), proposer.jsonl (valid tasks), verdicts.jsonl,
+                   train_tasks.jsonl (the loop's fallback Coder tasks), test_tasks.jsonl
+    seed-S/models/ tokenizer and both roles' initial weights
+    seed-S/sft/ROLE/  pairs.jsonl (the SFT data, split train/val), checkpoints, final/ (the best by validation loss)
+    seed-S/eval-sft/  verdicts.jsonl and summary.json of the cold-started Coder on the test tasks
+    seed-S/ARM/run/   a `kernelzero train` run directory; seed-S/ARM/eval-round-R/ the Coder after round R
+    summary.json, report.md, plots/   over every seed and arm found under --out (`study.report`)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+from kernelzero.curriculum.validate import ValidationConfig, Validator
+from kernelzero.eval.evaluate import VERDICTS, read_records, run_eval, task_id
+from kernelzero.eval.report import write_report
+from kernelzero.generation import load_policy
+from kernelzero.generation.base import Completion, Policy, SamplingConfig
+from kernelzero.judge import JudgeOptions
+from kernelzero.judge.verdict import Verdict
+from kernelzero.loop.coevolve import CoEvolution
+from kernelzero.loop.config import LoopConfig, RunConfig
+from kernelzero.rewards.config import GateConfig
+from kernelzero.roles.coder import coder_messages
+from kernelzero.study import family
+from kernelzero.study.config import ARMS, StudyConfig
+from kernelzero.study.corpus import BACKEND, build_corpus, check_corpus
+from kernelzero.study.models import build_models, tokenizer_texts
+from kernelzero.study.report import write_study_report
+from kernelzero.study.sft import sft_role
+from kernelzero.tasks import read_corpus, write_corpus
+from kernelzero.trainers.config import CoderPhaseConfig, ProposerPhaseConfig
+
+STAGES_LOG = "stages.jsonl"
+
+
+class Study:
+    """One invocation: a study config, an output folder, an arm and a seed. `run()` does every stage not yet done."""
+
+    def __init__(self, config: StudyConfig, out: str | Path, *, arm: str = "main", seed: int = 0,
+                 say: Callable[[str], None] = print):  # fmt: skip
+        if arm not in ARMS:
+            raise ValueError(f"arm must be one of {', '.join(ARMS)}, got {arm!r}")
+        # absolute: the loop pins its config (model paths among it), so a resume from another cwd must match
+        self.config, self.out, self.arm, self.seed, self.say = config, Path(out).resolve(), arm, seed, say
+        self.seed_dir = self.out / f"seed-{seed}"
+        self.arm_dir = self.seed_dir / arm
+        self._pool = None
+        self.invocation = f"{time.strftime('%Y-%m-%dT%H:%M:%S')}-{os.getpid()}"
+
+    # ------------------------------------------------------------------ plumbing
+    def judge(self):
+        if self._pool is None:
+            from kernelzero.judge.pool import JudgePool
+
+            self._pool = JudgePool(JudgeOptions(device=self.config.device, trials=self.config.judge_trials),
+                                   workers=self.config.judge_workers)  # fmt: skip
+        return self._pool
+
+    def stage(self, name: str, done: Path, work: Callable[[], object]) -> None:
+        """Run `work` unless `done` exists; log what happened to stages.jsonl either way."""
+        start = time.monotonic()
+        if done.exists():
+            action = "skipped"
+            self.say(f"stage {name}: done earlier ({done.relative_to(self.out)}), skipped")
+        else:
+            self.say(f"stage {name}: running")
+            work()
+            action = "ran"
+        entry = {"invocation": self.invocation, "arm": self.arm, "seed": self.seed, "stage": name, "action": action,
+                 "seconds": round(time.monotonic() - start, 2)}  # fmt: skip
+        self.out.mkdir(parents=True, exist_ok=True)
+        with (self.out / STAGES_LOG).open("a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    def run(self) -> dict:
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "study_config.json").write_text(json.dumps(asdict(self.config), indent=2, default=str) + "\n")
+        try:
+            corpus = self.out / "corpus"
+            self.stage("corpus", corpus / "done.json", lambda: self.build_corpus(corpus))
+            models = self.seed_dir / "models"
+            self.stage("models", models / "proposer-init" / ".complete", lambda: self.build_models(corpus, models))
+            for role in ("coder", "proposer"):
+                sft = self.seed_dir / "sft" / role
+                self.stage(f"sft-{role}", sft / "done.json",
+                           lambda role=role, sft=sft: sft_role(role, corpus, models / f"{role}-init", sft, self.config,
+                                                               self.seed, self.say))  # fmt: skip
+            coder_sft = self.seed_dir / "sft" / "coder" / "final"
+            self.stage("eval-sft", self.seed_dir / "eval-sft" / "summary.json",
+                       lambda: self.evaluate(coder_sft, self.seed_dir / "eval-sft"))  # fmt: skip
+            run_dir = self.arm_dir / "run"
+            self.stage(f"loop-{self.arm}", run_dir / "finished.json", lambda: self.coevolve(corpus, run_dir))
+            for r in range(1, self.config.rounds + 1):
+                model = run_dir / "checkpoints" / f"round-{r - 1}" / "coder" / "final"
+                ev = self.arm_dir / f"eval-round-{r}"
+                self.stage(f"eval-round-{r}", ev / "summary.json", lambda model=model, ev=ev: self.evaluate(model, ev))
+        finally:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+        summary = write_study_report(self.out, smoke=self.config.smoke)
+        self.say(f"report: {self.out / 'report.md'}")
+        return summary
+
+    # ------------------------------------------------------------------ stages
+    def build_corpus(self, out: Path) -> None:
+        """Judge the writer's solutions of the training tasks (every verdict to verdicts.jsonl), validate the
+        Proposer's cold-start tasks, and write the task lists."""
+        cfg = self.config
+        train = family.train_tasks(cfg.train_tasks, config=cfg.family)
+        test = family.test_tasks(cfg.test_tasks, config=cfg.family)
+        out.mkdir(parents=True, exist_ok=True)
+        with _VerdictCache(out / "verdicts.jsonl", self.judge, self.say) as cache:
+            summary = build_corpus(train, out, cache.judge_many)
+        self.say(f"  corpus: {summary.kept}/{summary.judged} writer solutions judged ok ({dict(summary.statuses)})")
+        for name, status, feedback in summary.failures[:5]:
+            self.say(f"    {name}: {status}: {feedback[:200]}")
+        validator = Validator(ValidationConfig(device=cfg.device, workers=cfg.judge_workers))
+        results = family.validate(train[: cfg.proposer_tasks], validator)
+        valid = [t for t, v in zip(train, results) if v.reason is None]
+        self.say(f"  proposer set: {len(valid)}/{len(results)} family tasks pass the task validator")
+        rows = [{"task_name": t.name, "task_source": t.source, "apis": list(t.apis)} for t in valid]
+        (out / "proposer.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        for name in ("corpus.jsonl", "proposer.jsonl"):
+            check = check_corpus(out / name)
+            if not check.ok:
+                raise ValueError(f"{check.path}: test pairs in {len(check.leaks)} rows")
+        write_corpus([t.task() for t in train], out / "train_tasks.jsonl")
+        write_corpus([t.task() for t in test], out / "test_tasks.jsonl")
+        sets = list(family.TRAIN_SETS)
+        random.Random(f"api-sets:{cfg.family}").shuffle(sets)
+        (out / "api_sets.txt").write_text("".join(json.dumps(list(s)) + "\n" for s in sets), encoding="utf-8")
+        (out / "done.json").write_text(json.dumps({"judged": summary.judged, "kept": summary.kept,
+                                                   "statuses": dict(summary.statuses), "proposer_valid": len(valid),
+                                                   "test_tasks": len(test)}, indent=2) + "\n")  # fmt: skip
+
+    def build_models(self, corpus: Path, out: Path) -> None:
+        rows = _jsonl(corpus / "corpus.jsonl")
+        tasks = family.train_tasks(self.config.train_tasks, config=self.config.family)
+        texts = tokenizer_texts(tasks, [r["solution"] for r in rows])
+        paths = build_models(out, texts, self.config.models, seed=self.seed)
+        self.say(f"  models: {', '.join(str(p) for p in paths.values())}")
+
+    def evaluate(self, model: Path, out: Path) -> None:
+        """pass@1 and fast_1 of a Coder on the test tasks: `run_eval` (resumes from `out`) and the eval report."""
+        cfg = self.config
+        tasks = read_corpus(self.out / "corpus" / "test_tasks.jsonl")
+        policy = load_policy(str(model), device=_torch_device(cfg.device), batch_size=cfg.eval_batch)
+        sampling = SamplingConfig(temperature=cfg.eval_temperature, max_new_tokens=cfg.max_new_tokens,
+                                  seed=self.seed)  # fmt: skip
+        have = Counter(r.task for r in read_records(out / VERDICTS))
+        pending = [t for t in tasks if have[task_id(t)] < cfg.eval_samples]
+        policy = _Prefetched(policy, [coder_messages(t.source, BACKEND) for t in pending], cfg.eval_samples, sampling)
+        pool = self.judge()
+        records = run_eval(tasks, policy, backend=BACKEND, judge_fn=pool.judge, out_dir=out,
+                           samples=cfg.eval_samples, sampling=sampling, judge_many=pool.judge_many)  # fmt: skip
+        summary = write_report(out, records, [1], {"model": str(model), "arm": self.arm, "seed": self.seed},
+                               plots=False)  # fmt: skip
+        row = summary["rows"][-1]
+        self.say(f"  {out.name}: pass@1 {row['pass']['1']:.3f} over {row['tasks']} test tasks")
+
+    def run_config(self, corpus: Path) -> RunConfig:
+        """The `kernelzero train` config of this arm: the cold-started models, the family's training API sets, the
+        arm's gate and Proposer switch."""
+        cfg, arm = self.config, ARMS[self.arm]
+        on_cpu = _torch_device(cfg.device) == "cpu"
+        common = {"use_cpu": on_cpu, "bf16": False, "log_completions": False, "seed": self.seed,
+                  "num_generations": cfg.rl_generations, "max_completion_length": cfg.max_new_tokens,
+                  "learning_rate": cfg.rl_lr}  # fmt: skip
+        coder = CoderPhaseConfig(model=str(self.seed_dir / "sft" / "coder" / "final"), max_steps=cfg.coder_steps,
+                                 per_device_train_batch_size=cfg.coder_batch,
+                                 gate=GateConfig(alpha=arm.alpha, beta=arm.beta), **common)  # fmt: skip
+        proposer = ProposerPhaseConfig(model=str(self.seed_dir / "sft" / "proposer" / "final"),
+                                       max_steps=cfg.proposer_steps, per_device_train_batch_size=cfg.proposer_batch,
+                                       **common)  # fmt: skip
+        loop = LoopConfig(api_sets=str(corpus / "api_sets.txt"), api_sets_per_round=cfg.api_sets_per_round,
+                          tasks_per_round=cfg.api_sets_per_round, coder_k=cfg.coder_k,
+                          hard_per_round=cfg.api_sets_per_round // 4, coder_tasks_max=4 * cfg.api_sets_per_round,
+                          seed_tasks=str(corpus / "train_tasks.jsonl"), max_new_tokens=cfg.max_new_tokens,
+                          train_proposer=arm.train_proposer)  # fmt: skip
+        return RunConfig(seed=self.seed, rounds=cfg.rounds, backend=BACKEND, coder=coder, proposer=proposer,
+                         loop=loop, validation=ValidationConfig(device=cfg.device, workers=cfg.judge_workers),
+                         judge=JudgeOptions(device=cfg.device, trials=cfg.judge_trials, compile_baseline=False),
+                         judge_workers=cfg.judge_workers, tensorboard=False)  # fmt: skip
+
+    def coevolve(self, corpus: Path, run_dir: Path) -> None:
+        state = CoEvolution(self.run_config(corpus), run_dir, say=lambda m: self.say("  " + m)).run()
+        (run_dir / "finished.json").write_text(json.dumps({"rounds": state.round, "models": state.models}) + "\n")
+
+
+class _Prefetched:
+    """A policy whose answers to the evaluation's first-turn chats come from one batched `generate` over every
+    pending test task. `run_eval` asks task by task (one chat, n samples): with a small model each call is a few
+    short batches and the GPU idles between them; one call over all tasks samples the same way, in large batches."""
+
+    def __init__(self, policy: Policy, chats: list[list[dict]], n: int, sampling: SamplingConfig):
+        self.name = policy.name
+        outs = policy.generate(chats, n, sampling) if chats else []
+        self._answers = {json.dumps(c): list(o) for c, o in zip(chats, outs, strict=True)}
+
+    def generate(self, prompts: list[list[dict]], n: int, sampling: SamplingConfig) -> list[list[Completion]]:
+        return [self._answers[json.dumps(c)][:n] for c in prompts]
+
+
+class _VerdictCache:
+    """The corpus stage's judge: every verdict appended to `path` as it arrives (in chunks), and verdicts already
+    there (same task name and solution) reused, so a corpus stage killed after an hour of judging loses one chunk."""
+
+    CHUNK = 64
+
+    def __init__(self, path: Path, judge: Callable[[], object], say: Callable[[str], None]):
+        self.path, self.judge, self.say = path, judge, say
+        self.known = {}
+        for row in _jsonl(path) if path.is_file() else []:
+            self.known[(row["task"], row["solution_sha"])] = Verdict.from_dict(row["verdict"])
+        self.log = path.open("a", encoding="utf-8")
+
+    def __enter__(self) -> _VerdictCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.log.close()
+
+    def judge_many(self, requests):
+        keys = [(task.name, hashlib.sha256(source.encode()).hexdigest()) for task, source, _ in requests]
+        todo = [i for i, k in enumerate(keys) if k not in self.known]
+        if len(todo) < len(requests):
+            self.say(f"  corpus: {len(requests) - len(todo)} verdict(s) reused from {self.path.name}")
+        for start in range(0, len(todo), self.CHUNK):
+            chunk = todo[start : start + self.CHUNK]
+            verdicts = list(self.judge().judge_many([requests[i] for i in chunk]))
+            for i, v in zip(chunk, verdicts, strict=True):
+                self.known[keys[i]] = v
+                row = {"task": keys[i][0], "solution_sha": keys[i][1], "phase": "corpus", "verdict": v.to_dict()}
+                self.log.write(json.dumps(row) + "\n")
+            self.log.flush()
+            self.say(f"  corpus: {min(start + self.CHUNK, len(todo))}/{len(todo)} judged")
+        return [self.known[k] for k in keys]
+
+
+def _torch_device(device: str) -> str:
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+__all__ = ["STAGES_LOG", "Study"]

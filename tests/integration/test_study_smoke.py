@@ -1,0 +1,128 @@
+"""`kernelzero study --smoke` end to end on CPU, as CI runs it: every stage's output, the summary's figures, the
+resume of a second invocation, another arm added to the same folder, and no test pair in any SFT example.
+
+About a minute on the 2-core box for all three invocations (the first does the work; the others skip it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelzero.study.corpus import check_corpus
+from kernelzero.study.family import is_test_set
+from kernelzero.tasks import read_corpus
+
+SRC = str(Path(__file__).parents[2] / "src")
+STAGES = ["corpus", "models", "sft-coder", "sft-proposer", "eval-sft", "loop-main", "eval-round-1"]
+
+
+def study(out: Path, cache: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": SRC, "KERNELZERO_CACHE": str(cache), "OMP_NUM_THREADS": "1",
+           "TOKENIZERS_PARALLELISM": "false", "CUDA_VISIBLE_DEVICES": ""}  # fmt: skip
+    proc = subprocess.run([sys.executable, "-m", "kernelzero.cli", "study", "--smoke", "--out", str(out), *args],
+                          capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def invocations(out: Path) -> list[list[dict]]:
+    """stages.jsonl grouped by invocation, in order."""
+    groups: dict[str, list[dict]] = {}
+    for row in jsonl(out / "stages.jsonl"):
+        groups.setdefault(row["invocation"], []).append(row)
+    return list(groups.values())
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    root = tmp_path_factory.mktemp("study")
+    out = root / "out"
+    first = study(out, root / "cache")
+    return out, root, first
+
+
+def test_every_stage_writes_its_outputs_and_the_summary_has_pass_at_1(smoke):
+    out, _, proc = smoke
+    assert "numbers mean nothing" in proc.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["smoke"] is True and "mean nothing" in summary["note"]
+    run = summary["runs"]["main/seed-0"]
+    sft, rounds = run["sft"]["pass@1"], run["rounds"]
+    assert isinstance(sft, float) and 0.0 <= sft <= 1.0
+    assert [r["round"] for r in rounds] == [1]
+    assert isinstance(rounds[0]["pass@1"], float) and 0.0 <= rounds[0]["pass@1"] <= 1.0
+    assert run["sft"]["fast_1"] is None  # the Triton interpreter does not time: fast_1 is n/a, not 0
+    assert summary["arms"]["main"]["seeds"] == [0]
+
+    # corpus: every writer solution judged by the real CPU judge, each verdict recorded
+    verdicts = jsonl(out / "corpus" / "verdicts.jsonl")
+    kept = jsonl(out / "corpus" / "corpus.jsonl")
+    assert len(verdicts) == 4 and all(v["verdict"]["status"] in ("ok", "incorrect", "runtime_error") for v in verdicts)
+    assert len(kept) == sum(v["verdict"]["status"] == "ok" for v in verdicts) >= 2
+    assert len(jsonl(out / "corpus" / "proposer.jsonl")) >= 2
+    # models and SFT: both roles, the stopping rule evaluated the validation loss, the best weights saved
+    for role in ("coder", "proposer"):
+        assert (out / "seed-0" / "models" / f"{role}-init" / "tokenizer.json").is_file()
+        done = json.loads((out / "seed-0" / "sft" / role / "done.json").read_text())
+        assert done["steps"] >= 1 and done["evals"] and done["best_eval_loss"] == min(x for _, x in done["evals"])
+        assert (out / "seed-0" / "sft" / role / "final" / "model.safetensors").is_file()
+    # evaluations: 4 samples of each test task, after SFT and after round 1
+    tests = read_corpus(out / "corpus" / "test_tasks.jsonl")
+    assert tests and all(is_test_set(t.apis) for t in tests)
+    for ev in (out / "seed-0" / "eval-sft", out / "seed-0" / "main" / "eval-round-1"):
+        records = jsonl(ev / "verdicts.jsonl")
+        assert sorted((r["task"], r["sample"]) for r in records) == sorted((t.name, s) for t in tests for s in range(4))
+    # the loop: one finished round of `kernelzero train`, from the cold-started models
+    state = json.loads((out / "seed-0" / "main" / "run" / "state.json").read_text())
+    assert state["finished"] and state["completed"] == ["r0.proposer", "r0.tasks", "r0.coder", "r0.frontier"]
+    config = json.loads((out / "seed-0" / "main" / "run" / "config.json").read_text())
+    assert config["coder"]["model"].endswith("seed-0/sft/coder/final")
+    assert (config["coder"]["gate"]["alpha"], config["coder"]["gate"]["beta"]) == (0.5, 0.1)
+    report = (out / "report.md").read_text()
+    assert "SMOKE RUN" in report and "| main | 0 |" in report
+    for png in ("pass_at_1.png", "training.png"):
+        assert (out / "plots" / png).stat().st_size > 1000
+    assert [row["stage"] for row in invocations(out)[0]] == STAGES
+    assert all(row["action"] == "ran" for row in invocations(out)[0])
+
+
+def test_no_test_pair_reaches_the_sft_data(smoke):
+    out, _, _ = smoke
+    tests = {t.name for t in read_corpus(out / "corpus" / "test_tasks.jsonl")}
+    for path in (out / "corpus" / "corpus.jsonl", out / "corpus" / "proposer.jsonl",
+                 out / "seed-0" / "sft" / "coder" / "pairs.jsonl", out / "seed-0" / "sft" / "proposer" / "pairs.jsonl"):
+        check = check_corpus(path)
+        assert check.ok and check.rows >= 2, (path, check.leaks)
+        assert not tests & {r["task_name"] for r in jsonl(path)}
+    splits = {r["split"] for r in jsonl(out / "seed-0" / "sft" / "coder" / "pairs.jsonl")}
+    assert splits == {"train", "val"}
+
+
+def test_a_second_invocation_resumes_and_another_arm_reuses_the_cold_start(smoke):
+    out, root, _ = smoke
+    again = study(out, root / "cache")
+    assert "stage corpus: done earlier" in again.stdout
+    second = invocations(out)[1]
+    assert [r["stage"] for r in second] == STAGES and all(r["action"] == "skipped" for r in second)
+
+    study(out, root / "cache", "--arm", "frozen_proposer")
+    third = invocations(out)[2]
+    actions = {r["stage"]: r["action"] for r in third}
+    assert actions == {**dict.fromkeys(STAGES[:5], "skipped"), "loop-frozen_proposer": "ran", "eval-round-1": "ran"}
+    run = out / "seed-0" / "frozen_proposer" / "run"
+    config = json.loads((run / "config.json").read_text())
+    assert config["loop"]["train_proposer"] is False
+    assert not (run / "checkpoints" / "round-0" / "proposer").exists()  # the Proposer phase did not train
+    state = json.loads((run / "state.json").read_text())
+    assert state["models"]["proposer"] is None and state["finished"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["runs"]) == {"main/seed-0", "frozen_proposer/seed-0"}

@@ -1,0 +1,103 @@
+"""The study's pure parts: the SFT stopping rule, the validation split, what each arm does to a reward, the
+report's mean/spread across seeds, and the command's refusal of bad input before anything heavy is imported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kernelzero.rewards.cagrpo import gated_group_rewards
+from kernelzero.rewards.config import GateConfig
+from kernelzero.study.config import ARMS, StudyConfig
+from kernelzero.study.report import collect
+from kernelzero.study.sft import PlateauStop, split
+from kernelzero.tasks import Task
+from kernelzero.trainers.sft import SolutionPair
+
+SRC = str(Path(__file__).parents[2] / "src")
+
+
+def test_sft_stops_after_patience_evaluations_without_a_one_percent_gain():
+    stop = PlateauStop(patience=2, min_improvement=0.01)
+    control = SimpleNamespace(should_training_stop=False)
+    # 9.0 beats 10 by 10%; 8.95 and 8.93 beat 9.0 by less than 1%: the second of them stops training
+    for step, loss in enumerate([10.0, 9.0, 8.95, 8.93], start=1):
+        assert not control.should_training_stop
+        stop.on_evaluate(None, SimpleNamespace(global_step=step * 50), control, metrics={"eval_loss": loss})
+    assert control.should_training_stop and stop.stopped_at == 200 and stop.best == 9.0
+    assert [x for _, x in stop.history] == [10.0, 9.0, 8.95, 8.93]
+
+
+def test_a_real_gain_resets_the_patience():
+    stop = PlateauStop(patience=2, min_improvement=0.01)
+    control = SimpleNamespace(should_training_stop=False)
+    for step, loss in enumerate([10.0, 9.95, 9.0, 8.99], start=1):
+        stop.on_evaluate(None, SimpleNamespace(global_step=step), control, metrics={"eval_loss": loss})
+    assert not control.should_training_stop and stop.bad == 1
+
+
+def test_the_validation_split_is_seeded_disjoint_and_never_empty():
+    pairs = [SolutionPair(Task(name=f"t{i}", source="x"), "y") for i in range(10)]
+    train, val = split(pairs, 0.2, seed=0)
+    assert len(val) == 2 and len(train) == 8 and {p.task.name for p in train}.isdisjoint(p.task.name for p in val)
+    assert split(pairs, 0.2, seed=0) == (train, val) and split(pairs, 0.2, seed=1) != (train, val)
+    assert [len(x) for x in split(pairs[:2], 0.01, seed=0)] == [1, 1]
+
+
+def test_each_arm_changes_the_coder_reward_as_named():
+    """One correct rollout of four (acc 0.25) with speedup 2: only the gateless arm pays for speed; with three of
+    four correct, main pays and correctness_only does not."""
+    def rewards(arm, correct):
+        a = ARMS[arm]
+        return gated_group_rewards(correct, [2.0] * len(correct), GateConfig(alpha=a.alpha, beta=a.beta))
+
+    low, high = [True, False, False, False], [True, True, True, False]
+    assert rewards("main", low)[0] == 1.0 and rewards("always_speed", low)[0] == pytest.approx(1.2)
+    assert rewards("main", high)[0] == pytest.approx(1.2) and rewards("correctness_only", high)[0] == 1.0
+    assert rewards("frozen_proposer", high) == rewards("main", high)
+    assert [a.train_proposer for a in ARMS.values()] == [True, True, True, False]
+
+
+def _summary(path: Path, pass1: float) -> None:
+    path.mkdir(parents=True)
+    row = {"label": "all", "tasks": 64, "pass": {"1": pass1}, "speed": {"eager": {"strict": {"1": pass1 / 2}}}}
+    (path / "summary.json").write_text(json.dumps({"rows": [row]}))
+
+
+def test_report_takes_mean_and_spread_over_seeds(tmp_path):
+    for seed, (sft, r1, r2) in enumerate([(0.2, 0.3, 0.5), (0.3, 0.3, 0.4)]):
+        d = tmp_path / f"seed-{seed}"
+        _summary(d / "eval-sft", sft)
+        (d / "main" / "run").mkdir(parents=True)
+        _summary(d / "main" / "eval-round-1", r1)
+        _summary(d / "main" / "eval-round-2", r2)
+    out = collect(tmp_path)
+    assert [r["pass@1"] for r in out["runs"]["main/seed-1"]["rounds"]] == [0.3, 0.4]
+    arm = out["arms"]["main"]
+    assert arm["seeds"] == [0, 1]
+    assert arm["final_pass@1"]["mean"] == pytest.approx(0.45) and arm["final_pass@1"]["spread"] == pytest.approx(0.1)
+    assert arm["gain_pass@1"]["mean"] == pytest.approx(0.2) and arm["gain_exceeds_spread"]
+    assert arm["final_fast_1"]["mean"] == pytest.approx(0.225)
+
+
+def test_study_config_names_bad_fields():
+    with pytest.raises(ValueError, match="StudyConfig.device"):
+        StudyConfig(device="tpu")
+
+
+@pytest.mark.parametrize("args, message", [(["--arm", "nope"], "--arm must be one of main"),
+                                           (["--out", "FILE"], "not a folder")])  # fmt: skip
+def test_bad_input_is_one_line_and_exit_2_before_torch(tmp_path, args, message):
+    (tmp_path / "f").write_text("")
+    args = [str(tmp_path / "f") if a == "FILE" else a for a in args]
+    code = ("import sys; from kernelzero.cli import main; rc = main(['study', *sys.argv[1:]]); "
+            "print('torch' in sys.modules); sys.exit(rc)")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout.strip() == "False"
+    assert proc.stderr.count("\n") == 1 and message in proc.stderr
