@@ -21,12 +21,12 @@ SRC = str(Path(__file__).parents[2] / "src")
 STAGES = ["corpus", "models", "sft-coder", "sft-proposer", "eval-sft", "loop-main", "eval-round-1"]
 
 
-def study(out: Path, cache: Path, *args: str) -> subprocess.CompletedProcess:
+def study(out: Path, cache: Path, *args: str, code: int = 0) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": SRC, "KERNELZERO_CACHE": str(cache), "OMP_NUM_THREADS": "1",
            "TOKENIZERS_PARALLELISM": "false", "CUDA_VISIBLE_DEVICES": ""}  # fmt: skip
     proc = subprocess.run([sys.executable, "-m", "kernelzero.cli", "study", "--smoke", "--out", str(out), *args],
                           capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == code, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 
 
@@ -126,3 +126,6 @@ def test_a_second_invocation_resumes_and_another_arm_reuses_the_cold_start(smoke
     assert state["models"]["proposer"] is None and state["finished"]
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["runs"]) == {"main/seed-0", "frozen_proposer/seed-0"}
+
+    refused = study(out, root / "cache", "--rounds", "2", code=2)  # other sizes would mix two studies in one table
+    assert "other settings (rounds)" in refused.stderr and len(invocations(out)) == 3

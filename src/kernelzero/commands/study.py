@@ -13,7 +13,7 @@ import typer
 from kernelzero.commands.app import app
 from kernelzero.commands.ui import check_choice, check_file, fail, interruptible, quiet_library_warnings
 from kernelzero.loop.config import ConfigError, merge, read_config_file
-from kernelzero.study.config import ARMS, StudyConfig, smoke_config
+from kernelzero.study.config import ARMS, StudyConfig, pin_config, smoke_config
 from kernelzero.study.report import SMOKE_NOTE
 
 
@@ -50,6 +50,10 @@ def study_command(
         typer.echo(SMOKE_NOTE)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     quiet_library_warnings()
+    try:
+        pin_config(out, cfg)
+    except ValueError as e:
+        fail(str(e))
     from kernelzero.study.run import Study
 
     start = time.monotonic()

@@ -8,7 +8,9 @@ that start, never from one stopped early by hand. No torch import: the CLI check
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from kernelzero.study.family import FamilyConfig
 from kernelzero.study.models import StudyModelConfig, smoke_models
@@ -103,6 +105,23 @@ class StudyConfig:
                 raise ValueError(f"StudyConfig.{name} must be >= 1, got {getattr(self, name)!r}")
 
 
+def pin_config(out: str | Path, config: StudyConfig) -> None:
+    """Write `out/study_config.json`, or check that `config` is the one the folder was started with (ValueError
+    naming the fields that differ): stages done with other sizes would be skipped as done, and the report would mix
+    two studies in one table."""
+    path = Path(out) / "study_config.json"
+    mine = json.loads(json.dumps(asdict(config), default=str))
+    if path.is_file():
+        old = json.loads(path.read_text(encoding="utf-8"))
+        diff = sorted(k for k in set(old) | set(mine) if old.get(k) != mine.get(k))
+        if diff:
+            raise ValueError(f"{out} holds a study with other settings ({', '.join(diff)}): use another --out, or "
+                             "the same settings")  # fmt: skip
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(mine, indent=2) + "\n", encoding="utf-8")
+
+
 def smoke_config(rounds: int = 1) -> StudyConfig:
     """Every stage at toy size on CPU (Triton interpreter, tiny model, a handful of tasks): a few minutes on 2 cores."""
     return StudyConfig(smoke=True, device="cpu", family=FamilyConfig(rows=(64, 64), cols=(64, 64)), train_tasks=4,
@@ -113,4 +132,4 @@ def smoke_config(rounds: int = 1) -> StudyConfig:
                        api_sets_per_round=2, coder_k=1, judge_trials=1, judge_workers=2)  # fmt: skip
 
 
-__all__ = ["ARMS", "Arm", "StudyConfig", "smoke_config"]
+__all__ = ["ARMS", "Arm", "StudyConfig", "pin_config", "smoke_config"]

@@ -26,7 +26,6 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 
 from kernelzero.curriculum.validate import ValidationConfig, Validator
@@ -41,7 +40,7 @@ from kernelzero.loop.config import LoopConfig, RunConfig
 from kernelzero.rewards.config import GateConfig
 from kernelzero.roles.coder import coder_messages
 from kernelzero.study import family
-from kernelzero.study.config import ARMS, StudyConfig
+from kernelzero.study.config import ARMS, StudyConfig, pin_config
 from kernelzero.study.corpus import BACKEND, build_corpus, check_corpus
 from kernelzero.study.models import build_models, tokenizer_texts
 from kernelzero.study.report import write_study_report
@@ -75,6 +74,11 @@ class Study:
                                    workers=self.config.judge_workers)  # fmt: skip
         return self._pool
 
+    def close_judge(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
     def stage(self, name: str, done: Path, work: Callable[[], object]) -> None:
         """Run `work` unless `done` exists; log what happened to stages.jsonl either way."""
         start = time.monotonic()
@@ -92,8 +96,7 @@ class Study:
             f.write(json.dumps(entry) + "\n")
 
     def run(self) -> dict:
-        self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "study_config.json").write_text(json.dumps(asdict(self.config), indent=2, default=str) + "\n")
+        pin_config(self.out, self.config)
         try:
             corpus = self.out / "corpus"
             self.stage("corpus", corpus / "done.json", lambda: self.build_corpus(corpus))
@@ -114,9 +117,7 @@ class Study:
                 ev = self.arm_dir / f"eval-round-{r}"
                 self.stage(f"eval-round-{r}", ev / "summary.json", lambda model=model, ev=ev: self.evaluate(model, ev))
         finally:
-            if self._pool is not None:
-                self._pool.close()
-                self._pool = None
+            self.close_judge()
         summary = write_study_report(self.out, smoke=self.config.smoke)
         self.say(f"report: {self.out / 'report.md'}")
         return summary
@@ -136,7 +137,9 @@ class Study:
             self.say(f"    {name}: {status}: {feedback[:200]}")
         validator = Validator(ValidationConfig(device=cfg.device, workers=cfg.judge_workers))
         results = family.validate(train[: cfg.proposer_tasks], validator)
-        valid = [t for t, v in zip(train, results) if v.reason is None]
+        valid = [t for t, v in zip(train, results) if v.valid]
+        (out / "proposer_validation.jsonl").write_text("".join(json.dumps(v.to_dict()) + "\n" for v in results),
+                                                       encoding="utf-8")  # fmt: skip
         self.say(f"  proposer set: {len(valid)}/{len(results)} family tasks pass the task validator")
         rows = [{"task_name": t.name, "task_source": t.source, "apis": list(t.apis)} for t in valid]
         (out / "proposer.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -203,6 +206,7 @@ class Study:
                          judge_workers=cfg.judge_workers, tensorboard=False)  # fmt: skip
 
     def coevolve(self, corpus: Path, run_dir: Path) -> None:
+        self.close_judge()  # the loop starts its own pool: two idle pools would hold two sets of GPU workers
         state = CoEvolution(self.run_config(corpus), run_dir, say=lambda m: self.say("  " + m)).run()
         (run_dir / "finished.json").write_text(json.dumps({"rounds": state.round, "models": state.models}) + "\n")
 
