@@ -83,6 +83,19 @@ def test_report_takes_mean_and_spread_over_seeds(tmp_path):
     assert arm["final_pass@1"]["mean"] == pytest.approx(0.45) and arm["final_pass@1"]["spread"] == pytest.approx(0.1)
     assert arm["gain_pass@1"]["mean"] == pytest.approx(0.2) and arm["gain_exceeds_spread"]
     assert arm["final_fast_1"]["mean"] == pytest.approx(0.225)
+    assert arm["vs_main"] == {"diff": 0.0, "counts": False}
+
+
+def test_one_seed_never_counts_as_beating_the_spread(tmp_path):
+    d = tmp_path / "seed-0"
+    _summary(d / "eval-sft", 0.1)
+    for arm, final in (("main", 0.6), ("frozen_proposer", 0.2)):
+        (d / arm / "run").mkdir(parents=True)
+        _summary(d / arm / "eval-round-1", final)
+    arms = collect(tmp_path)["arms"]
+    assert arms["main"]["gain_pass@1"]["mean"] == pytest.approx(0.5) and not arms["main"]["gain_exceeds_spread"]
+    assert arms["frozen_proposer"]["vs_main"]["diff"] == pytest.approx(-0.4)
+    assert not arms["frozen_proposer"]["vs_main"]["counts"]
 
 
 def test_study_config_names_bad_fields():
