@@ -11,10 +11,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from kernelzero.generation.base import Completion, SamplingConfig
+from kernelzero.judge.verdict import Verdict
 from kernelzero.rewards.cagrpo import gated_group_rewards
 from kernelzero.rewards.config import GateConfig
 from kernelzero.study.config import ARMS, StudyConfig
 from kernelzero.study.report import collect
+from kernelzero.study.run import _Prefetched, _VerdictCache
 from kernelzero.study.sft import PlateauStop, split
 from kernelzero.tasks import Task
 from kernelzero.trainers.sft import SolutionPair
@@ -114,3 +117,40 @@ def test_bad_input_is_one_line_and_exit_2_before_torch(tmp_path, args, message):
                           env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})  # fmt: skip
     assert proc.returncode == 2 and proc.stdout.strip() == "False"
     assert proc.stderr.count("\n") == 1 and message in proc.stderr
+
+
+def test_the_corpus_judge_reuses_recorded_verdicts_after_a_kill(tmp_path):
+    calls = []
+
+    class Pool:
+        def judge_many(self, requests):
+            calls.append([t.name for t, _, _ in requests])
+            return [Verdict(status="ok", correct=True, backend=b, device="cpu", task=t.name) for t, _, b in requests]
+
+    requests = [(Task(name=f"t{i}", source="x"), f"solution {i}", "triton") for i in range(3)]
+    with _VerdictCache(tmp_path / "verdicts.jsonl", Pool, lambda m: None) as cache:
+        first = cache.judge_many(requests[:2])
+    with _VerdictCache(tmp_path / "verdicts.jsonl", Pool, lambda m: None) as cache:
+        again = cache.judge_many(requests)
+    assert calls == [["t0", "t1"], ["t2"]] and [v.task for v in again] == ["t0", "t1", "t2"]
+    assert [v.to_dict() for v in again[:2]] == [v.to_dict() for v in first]
+    changed = [(requests[0][0], "another solution", "triton")]  # same task, other source: judged, not reused
+    with _VerdictCache(tmp_path / "verdicts.jsonl", Pool, lambda m: None) as cache:
+        cache.judge_many(changed)
+    assert calls[-1] == ["t0"]
+
+
+def test_the_evaluation_generates_every_task_in_one_call():
+    class Policy:
+        name = "fake"
+        calls = []
+
+        def generate(self, prompts, n, sampling):
+            self.calls.append(len(prompts))
+            return [[Completion(f"{p[0]['content']}-{j}", "stop") for j in range(n)] for p in prompts]
+
+    chats = [[{"role": "user", "content": c}] for c in ("a", "b", "c")]
+    policy = _Prefetched(Policy(), chats, 4, SamplingConfig())
+    assert Policy.calls == [3]
+    assert [c.text for c in policy.generate([chats[1]], 4, SamplingConfig())[0]] == ["b-0", "b-1", "b-2", "b-3"]
+    assert [c.text for c in policy.generate([chats[2]], 2, SamplingConfig())[0]] == ["c-0", "c-1"]  # a resumed task
