@@ -87,7 +87,8 @@ class StudyConfig:
     """Proposer completions per GRPO step."""
     rl_generations: int = 8
     """Group size G of both roles."""
-    rl_lr: float = 2e-5
+    rl_lr: float = 5e-5
+    """GRPO learning rate of both roles: higher than a 7B model's 1e-6, as small models take larger steps."""
     api_sets_per_round: int = 16
     """API sets of a round (the Proposer phase's prompts and the task batch)."""
     coder_k: int = 2
