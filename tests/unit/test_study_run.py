@@ -36,6 +36,17 @@ def test_sft_stops_after_patience_evaluations_without_a_one_percent_gain():
     assert [x for _, x in stop.history] == [10.0, 9.0, 8.95, 8.93]
 
 
+def test_a_resumed_sft_replays_the_evaluations_of_its_checkpoint():
+    stop = PlateauStop(patience=2, min_improvement=0.01)
+    control = SimpleNamespace(should_training_stop=False)
+    state = SimpleNamespace(log_history=[{"step": 50, "eval_loss": 10.0}, {"step": 50, "loss": 11.0},
+                                         {"step": 100, "eval_loss": 9.99}], global_step=150)  # fmt: skip
+    stop.on_train_begin(None, state, control)
+    assert stop.history == [(50, 10.0), (100, 9.99)] and stop.bad == 1
+    stop.on_evaluate(None, state, control, metrics={"eval_loss": 9.98})  # the second evaluation without a 1% gain
+    assert control.should_training_stop and stop.stopped_at == 150
+
+
 def test_a_real_gain_resets_the_patience():
     stop = PlateauStop(patience=2, min_improvement=0.01)
     control = SimpleNamespace(should_training_stop=False)

@@ -34,18 +34,28 @@ class PlateauStop(TrainerCallback):
         self.history: list[tuple[int, float]] = []
         self.stopped_at: int | None = None
 
+    def on_train_begin(self, args, state, control, **kwargs):
+        # A run resumed from a checkpoint starts with that checkpoint's log: replay its evaluations, so the rule
+        # judges the whole history and not only what this process saw.
+        self.best, self.bad, self.history = math.inf, 0, []
+        for entry in state.log_history:
+            if "eval_loss" in entry:
+                self.see(entry["step"], entry["eval_loss"])
+
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         loss = (metrics or {}).get("eval_loss")
-        if loss is None:
-            return
-        self.history.append((state.global_step, float(loss)))
+        if loss is not None and self.see(state.global_step, loss):
+            self.stopped_at = state.global_step
+            control.should_training_stop = True
+
+    def see(self, step: int, loss: float) -> bool:
+        """Record one evaluation; whether the rule now says stop."""
+        self.history.append((step, float(loss)))
         if loss < self.best * (1.0 - self.min_improvement):
             self.best, self.bad = float(loss), 0
         else:
             self.bad += 1
-            if self.bad >= self.patience:
-                self.stopped_at = state.global_step
-                control.should_training_stop = True
+        return self.bad >= self.patience
 
 
 def role_pairs(role: str, corpus: Path) -> list[SolutionPair]:
