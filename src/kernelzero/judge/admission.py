@@ -177,9 +177,7 @@ class MemoryPlanning:
             # jump: only `_keep` asks for this budget, so workers waiting in the gate (a big task's reference,
             # say) are no reason to refuse it; refused, a 32 GB reference crossed to the host at ~1.5 GB/s
             held = gate.acquire({f"refs:{self.gpu_key}": n}, block=False, jump=True)
-        groups = [*ref.outputs, *ref.replay_outputs, *ref.wide_outputs, *(ts for _, ts in ref.timed_outputs)]
-        arrived_on_device = any(isinstance(t, torch.Tensor) and t.is_cuda for g in groups for t in g)
-        if held is None and not arrived_on_device:
+        if held is None and not any(t.is_cuda for t in ref.tensors()):
             return
         # Outputs that came over on the device (devmem) but find no room in the budget go to host memory.
         target = self.compare_device if held is not None else "cpu"

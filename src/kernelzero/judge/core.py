@@ -124,12 +124,15 @@ class Reference:
     rss_peak: int | None = None
     stage_s: dict[str, float] = field(default_factory=dict)  # where its wall time went (copied into verdicts)
 
+    def tensors(self) -> list[torch.Tensor]:
+        """Every tensor this reference keeps (outputs, replay, wide and timed outputs), a tensor shared once."""
+        groups = [*self.outputs, *self.replay_outputs, *self.wide_outputs, *(ts for _, ts in self.timed_outputs)]
+        return list({id(t): t for g in groups for t in g if isinstance(t, torch.Tensor)}.values())
+
     @property
     def nbytes(self) -> int:
-        """Bytes of tensors this reference keeps (outputs, replay and timed outputs; a tensor shared counted once)."""
-        groups = [*self.outputs, *self.replay_outputs, *self.wide_outputs, *(ts for _, ts in self.timed_outputs)]
-        unique = {id(t): t for g in groups for t in g if isinstance(t, torch.Tensor)}
-        return _nbytes(list(unique.values()))
+        """Bytes of tensors this reference keeps."""
+        return _nbytes(self.tensors())
 
 
 def _nbytes(tensors: list) -> int:

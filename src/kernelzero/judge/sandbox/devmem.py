@@ -131,11 +131,12 @@ class Driver:
     def _pop(self) -> None:
         self.cuCtxPopCurrent(ctypes.byref(ctypes.c_void_p()))
 
-    def granularity(self, ordinal: int) -> int:
+    def padded(self, nbytes: int, ordinal: int) -> int:
+        """`nbytes` rounded up to the device's allocation granularity (at least one granule)."""
         g = ctypes.c_size_t()
         self._call(self.cuMemGetAllocationGranularity, ctypes.byref(g), ctypes.byref(self._prop(ordinal)),
                    _GRANULARITY_MINIMUM)  # fmt: skip
-        return g.value
+        return max(g.value, -(-nbytes // g.value) * g.value)
 
     def _map(self, handle: int, size: int, ordinal: int) -> int:
         """Reserve `size` bytes of address space, map `handle` there and allow this device to read and write it."""
@@ -182,8 +183,7 @@ class Exports:
         nbytes = t.numel() * t.element_size()
         drv._push(ordinal)
         try:
-            g = drv.granularity(ordinal)
-            size = max(g, -(-nbytes // g) * g)
+            size = drv.padded(nbytes, ordinal)
             handle = ctypes.c_ulonglong()
             drv._call(drv.cuMemCreate, ctypes.byref(handle), size, ctypes.byref(drv._prop(ordinal)), 0)
             try:
@@ -219,8 +219,7 @@ def import_copy(torch, fd: int, nbytes: int, ordinal: int):
     try:
         handle = ctypes.c_ulonglong()
         drv._call(drv.cuMemImportFromShareableHandle, ctypes.byref(handle), ctypes.c_void_p(fd), _POSIX_FD)
-        g = drv.granularity(ordinal)
-        size = max(g, -(-nbytes // g) * g)
+        size = drv.padded(nbytes, ordinal)
         try:
             ptr = drv._map(handle.value, size, ordinal)  # fails for an allocation smaller than the entry claims
         except DeviceMemoryError:

@@ -129,10 +129,9 @@ class Bound:
         self._sigmask, self._ftruncate = signal.pthread_sigmask, os.ftruncate
         self._fcntl, self._F_ADD_SEALS, self._F_SEAL_SEAL = fcntl.fcntl, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL
         self.output_fds: dict[str, int] = {}  # set from the job: the sandbox's memfds
-        self.device_fd = -1  # set from the job: the socket device outputs' descriptors go to (`devmem`)
         self.device_min_bytes = 0  # CUDA outputs of at least this size stay on the device; 0: none do
         self._exports = None  # devmem.Exports, made when the job opens a device channel
-        self._device_socket = None
+        self._device_socket = None  # where their descriptors go (`open_device_channel`)
         self._send_fds, self._socket, self._close = socket.send_fds, socket.socket, os.close
         self.clone = torch.Tensor.clone
         self.equal = torch.equal
@@ -155,13 +154,15 @@ class Bound:
         (`PackWriter.add`, one copy from the device into the file), so no worker ever holds a bundle of outputs.
         On a GPU with a device channel, CUDA outputs of at least `device_min_bytes` go into exported device
         allocations instead (`devmem`), never through host memory."""
-        export = self._export if self._exports is not None else None
-        return PackWriter(self.output_fds[name], self.frombuffer, self._ftruncate, self._staging(), export)
+        if self._exports is None:
+            return PackWriter(self.output_fds[name], self.frombuffer, self._ftruncate, self._staging())
+        # with a channel, the CUDA outputs left for the file are small: no pinned staging buffer is worth making
+        return PackWriter(self.output_fds[name], self.frombuffer, self._ftruncate, None, self._export)
 
     def open_device_channel(self, fd: int, min_bytes: int) -> None:
         """From the job, before candidate code runs: the socket for device outputs and the size from which CUDA
         outputs take it; binds the driver's calls now (`devmem.Driver`)."""
-        self.device_fd, self.device_min_bytes = fd, min_bytes
+        self.device_min_bytes = min_bytes
         if self._cuda and fd >= 0 and min_bytes > 0:
             self._exports = Exports(self._torch)
             self._device_socket = self._socket(fileno=fd)

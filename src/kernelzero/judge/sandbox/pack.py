@@ -128,9 +128,8 @@ def read(fd: int, torch, device_copies=None) -> Any:
     """The object packed in `fd`, its tensors viewing a private mapping of the file (valid after `fd` closes).
 
     device_copies(sizes): the device allocations the pack's device entries name (their claimed sizes in index
-    order), as flat uint8 tensors the judge owns
-    (`Sandbox.load_output` receives and copies them); None where no device channel exists (a pack naming one is
-    refused)."""
+    order), as flat uint8 tensors the judge owns (`Sandbox.load_output` receives and copies them); None where no
+    device channel exists (a pack naming one is refused)."""
     size = os.fstat(fd).st_size
     if size < _TRAILER_LEN.size:
         raise PackError("the file is empty or truncated")
@@ -146,17 +145,18 @@ def read(fd: int, torch, device_copies=None) -> Any:
     data_end = body_end - n
     mm = mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE) if data_end else None
     entries = _entries(table)
-    n_device = sum(1 for e in entries if isinstance(e, list) and len(e) == 5)
+    on_device = [isinstance(e, list) and len(e) == 5 for e in entries]  # `[dtype, shape, index, nbytes, "device"]`
+    n_device = sum(on_device)
     if n_device and device_copies is None:
         raise PackError("the pack names device allocations, but this judge has no device channel")
     if n_device > MAX_DEVICE:
         raise PackError(f"the pack names {n_device} device allocations, more than {MAX_DEVICE}")
-    sizes = {e[2]: _device_size(torch, e) for e in entries if isinstance(e, list) and len(e) == 5}
+    sizes = {e[2]: _device_size(torch, e) for e, dev in zip(entries, on_device) if dev}
     if sorted(sizes) != list(range(n_device)):
         raise PackError("the device entries do not name allocations 0..n-1 once each")
     copies = device_copies([sizes[i] for i in range(n_device)]) if n_device else []
-    tensors = [_device_tensor(torch, copies, e) if isinstance(e, list) and len(e) == 5 else
-               _tensor(torch, mm, e, data_end) for e in entries]  # fmt: skip
+    tensors = [_device_tensor(torch, copies, e) if dev else _tensor(torch, mm, e, data_end)
+               for e, dev in zip(entries, on_device)]  # fmt: skip
 
     def build(x: Any) -> Any:
         if isinstance(x, list):
@@ -179,7 +179,8 @@ def _entries(table: Any) -> list:
     return table
 
 
-def _shape_numel(torch, entry: Any, dtype_name: Any, shape: Any) -> tuple[Any, int]:
+def _dtype_and_bytes(torch, entry: Any, dtype_name: Any, shape: Any) -> tuple[Any, int]:
+    """An entry's torch dtype and the bytes its shape holds; PackError for an unknown dtype or a malformed shape."""
     if dtype_name not in DTYPES or not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
         raise PackError(f"malformed tensor entry {entry!r}")
     dtype = getattr(torch, dtype_name)
@@ -193,7 +194,7 @@ def _device_size(torch, entry: list) -> int:
     """The bytes of a device entry `[dtype, shape, index, nbytes, "device"]`, checked before any allocation is
     received for it."""
     dtype_name, shape, index, nbytes, kind = entry
-    _, size = _shape_numel(torch, entry, dtype_name, shape)
+    _, size = _dtype_and_bytes(torch, entry, dtype_name, shape)
     if kind != DEVICE or type(index) is not int or type(nbytes) is not int or size != nbytes:
         raise PackError(f"malformed device entry {entry!r}")
     return nbytes
@@ -214,7 +215,7 @@ def _tensor(torch, mm: mmap.mmap | None, entry: Any, data_end: int):
         dtype_name, shape, offset, nbytes = entry
     except (TypeError, ValueError):
         raise PackError(f"malformed tensor entry {entry!r}") from None
-    dtype, size = _shape_numel(torch, entry, dtype_name, shape)
+    dtype, size = _dtype_and_bytes(torch, entry, dtype_name, shape)
     if type(offset) is not int or type(nbytes) is not int or offset < 0 or offset % ALIGN or nbytes < 0:
         raise PackError(f"malformed tensor entry {entry!r}")
     if size != nbytes or offset + nbytes > data_end:
