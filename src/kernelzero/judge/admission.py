@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import random
+import time
 import weakref
 from typing import TYPE_CHECKING
 
@@ -113,7 +114,9 @@ class MemoryPlanning:
         sizes = (f"inputs {fp.in_bytes / GB:.1f} GB, outputs {fp.out_bytes / GB:.1f} GB, parameters "
                  f"{fp.param_bytes / GB:.1f} GB")  # fmt: skip
         on_device = self._on_device(fp)
-        gpu, host = fp.gpu_need(plan=least if on_device else None), fp.host_need(least, on_device)
+        # One copy of the kept outputs, the worker's: a need past the gate's capacity is clamped to it, so such a task
+        # runs with the GPU to itself, where the judge's copies fit beside it (KernelBench's 8 GB L1/L2 norms).
+        gpu, host = fp.gpu_need(plan=least if on_device else None, copies=1), fp.host_need(least, on_device)
         if self.device == "cuda" and gpu > gate.capacity[self.gpu_key]:
             return (f"the task needs about {gpu / GB:.0f} GB of GPU memory ({sizes}), more than the "
                     f"{gate.capacity[self.gpu_key] / GB:.0f} GB one job may use on this GPU")  # fmt: skip
@@ -216,6 +219,25 @@ class MemoryPlanning:
                 del self._refs[key]
                 self._ref_locks.pop(key, None)
                 total -= ref.nbytes
+
+    def _await_free_gpu(self, timeout_s: float = 30.0) -> float:
+        """Before a reference runs with the GPU to itself: drop the idle references kept there and this process's
+        cached blocks, then wait (at most `timeout_s`) until the device's free memory, as the driver counts it, covers
+        the gate's whole capacity: a killed worker's memory comes back some time after the process is gone, and a
+        rerun that started before that ran out of memory again (KernelBench's 7.5 GB RMSNorm right after LogSoftmax).
+        Returns the free GB it last saw."""
+        gate = self.gate()
+        with self._lock:
+            self._evict_from_device(gate, gate.capacity.get(f"refs:{self.gpu_key}", 0))
+        gc.collect()
+        torch.cuda.empty_cache()
+        index = torch.device(self.compare_device or "cuda").index or 0
+        deadline = time.monotonic() + timeout_s
+        while True:
+            free = torch.cuda.mem_get_info(index)[0]
+            if free >= gate.capacity[self.gpu_key] or time.monotonic() > deadline:
+                return free / GB
+            time.sleep(0.1)
 
     def _evict_from_device(self, gate: MemoryGate, n: int) -> None:
         """Drop least recently used references on the GPU until `n` more bytes fit its reference budget (their bytes

@@ -120,6 +120,7 @@ class Reference:
     holds: dict[str, int] = field(default_factory=dict)  # what it still holds in the gate (released when it dies)
     too_large: str | None = None  # why the task cannot be judged here at all (guard `too_large`)
     out_of_memory: bool = False  # the reference ran out of device memory (retried alone once)
+    free_gb: float | None = None  # the device's free memory when the run alone started
     gpu_peak: int | None = None  # device bytes the reference's worker reserved at its peak
     rss_peak: int | None = None
     stage_s: dict[str, float] = field(default_factory=dict)  # where its wall time went (copied into verdicts)
@@ -212,7 +213,8 @@ class Judge(MemoryPlanning):
                 if ref.out_of_memory:
                     why = next((line.strip() for line in ref.error.splitlines() if "out of memory" in line.lower()),
                                ref.error[-300:])  # the allocator's own line: how much it asked for, what was free
-                    ref.too_large = f"the reference ran out of GPU memory with the GPU to itself: {why[:400]}"
+                    ref.too_large = (f"the reference ran out of GPU memory with the GPU to itself ({ref.free_gb} GB "
+                                     f"free when it started): {why[:400]}")  # fmt: skip
             self._keep(ref)
             if self._on_device(ref.footprint):
                 torch.cuda.empty_cache()  # copies not kept (a failed reference's, or moved to the host) go back
@@ -284,6 +286,9 @@ class Judge(MemoryPlanning):
                     mark("sized")
                     held = self._admit_reference(ref, alone)
                     mark("wait_memory")
+                    if alone and self.device == "cuda":
+                        ref.free_gb = round(self._await_free_gpu(), 1)
+                        mark("wait_free")
                     sb.send({"cmd": "run", "seeds": ref.seeds, "replay": [e for e in ref.replay if e[1]],
                              "wide": ref.wide, "timing_seeds": ref.timing_seeds})  # fmt: skip
                     deadline = time.monotonic() + o.build_timeout_s + o.run_timeout_s
