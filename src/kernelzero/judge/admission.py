@@ -289,16 +289,26 @@ class MemoryPlanning:
         gate.release({k: v - ref.holds.get(k, 0) for k, v in held.items()})
         weakref.finalize(ref, gate.release_later, ref.holds)  # what it holds when it dies (`_keep` may take host back)
 
-    def _admit_candidate(self, ref: Reference, admitted) -> dict[str, int]:
+    def _admit_candidate(self, ref: Reference, admitted, alone: bool = False) -> dict[str, int]:
         """Admit one candidate of `ref`'s task into `admitted` (an ExitStack): through the task's lease when it is
-        free, else by its own need in the gate (plus the reference's host-resident outputs, for a small task whose
-        reference holds nothing)."""
+        free (with what its need, now that the reference's peak is measured, exceeds the lease), else by its own need
+        in the gate (plus the reference's host-resident outputs, for a small task whose reference holds nothing).
+        `alone`: the whole GPU."""
+        gate = self.gate()
+        need = self._needs(ref.footprint, ref.plan or self._full_plan(), alone, ref.gpu_peak)
         if ref.lease is not None and ref.lease_lock.acquire(blocking=False):
             admitted.callback(ref.lease_lock.release)
-            return dict(ref.lease)
-        need = self._needs(ref.footprint, ref.plan or self._full_plan(), False, ref.gpu_peak)
+            # the lease was sized from the footprint, before the reference ran: a pooling task's reference peaked at
+            # 81 GB where the lease held 37. Never more than the lease leaves of a capacity, or it could never fit.
+            extra = {k: min(max(0, v - ref.lease.get(k, 0)), gate.capacity.get(k, v) - ref.lease.get(k, 0))
+                     for k, v in need.items()}  # fmt: skip
+            extra = {k: v for k, v in extra.items() if v > 0}
+            if extra:
+                held = gate.acquire(extra, on_wait=self._drop_leases)
+                admitted.callback(gate.release, held)
+            return {k: ref.lease.get(k, 0) + extra.get(k, 0) for k in ref.lease.keys() | extra.keys()}
         if not ref.on_device and not ref.holds:
             need["host"] += ref.nbytes
-        held = self.gate().acquire(need, on_wait=self._drop_leases)
-        admitted.callback(self.gate().release, held)
+        held = gate.acquire(need, on_wait=self._drop_leases)
+        admitted.callback(gate.release, held)
         return held

@@ -38,7 +38,8 @@ import torch
 
 from kernelzero.judge.admission import MemoryPlanning, _memory_figures, _put, _replay_plan, _seeds
 from kernelzero.judge.build.farm import BuildFarm
-from kernelzero.judge.check import compare, degenerate_canary  # noqa: F401 (degenerate_canary: re-exported)
+from kernelzero.judge.check import degenerate_canary  # noqa: F401 (re-exported)
+from kernelzero.judge.comparing import Comparing, _lists_of_lists
 from kernelzero.judge.env import fingerprint
 from kernelzero.judge.footprint import Footprint, MemoryGate, Plan
 from kernelzero.judge.guards import STATIC, library_op_violation, timing_violation
@@ -62,7 +63,7 @@ from kernelzero.judge.sandbox.messages import (
 )
 from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes, describe_exit, isolation_mode
 from kernelzero.judge.verdict import Timing, Verdict
-from kernelzero.judge.wide import describe, scaled_atol, wide_plan
+from kernelzero.judge.wide import wide_plan
 from kernelzero.syntax import parse as parse_source
 from kernelzero.tasks import Task
 
@@ -141,7 +142,7 @@ def _nbytes(tensors: list) -> int:
     return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
 
 
-class Judge(MemoryPlanning):
+class Judge(MemoryPlanning, Comparing):
     """Judges candidates against tasks. Thread-safe: a pool calls `judge` from many threads."""
 
     def __init__(self, options: JudgeOptions | None = None):
@@ -189,9 +190,12 @@ class Judge(MemoryPlanning):
         if ref.error is not None:
             return Verdict.fail("infra_error", f"the reference Model failed: {ref.error}", guard="reference", **base)
         try:
-            return self._candidate(task, source, ref, base, build)
-        except StageFailure as failure:
-            return failure.verdict
+            verdict = self._attempt(task, source, ref, base, build, alone=False)
+            if self.device == "cuda" and verdict.status == "runtime_error" and out_of_memory(verdict.feedback):
+                # beside other workers, maybe (a wrong estimate is the judge's fault): once more with the GPU to
+                # itself, where running out of memory again is the candidate's own
+                verdict = self._attempt(task, source, ref, base, build, alone=True)
+            return verdict
         finally:
             if self._on_device(ref.footprint):  # its outputs' copies here, freed: give the blocks back to the GPU
                 torch.cuda.empty_cache()  # (cached, they starved the next big task's workers: 'out of memory')
@@ -321,7 +325,7 @@ class Judge(MemoryPlanning):
                     if len(text) > 800:  # alone lost the exception of a long traceback)
                         text = text[:300] + "\n" + text[-500:]
                     ref.error = f"{msg.stage}: {text}"
-                    ref.out_of_memory = msg.type == "OutOfMemoryError" or "out of memory" in text
+                    ref.out_of_memory = msg.type == "OutOfMemoryError"
                     break
                 elif isinstance(msg, Done):
                     break
@@ -331,6 +335,8 @@ class Judge(MemoryPlanning):
             sb.finish()
             sb.cleanup()
             self._settle(ref, held)
+        if ref.error is not None and ref.too_large is None:  # a trial, the timing or a device export
+            ref.out_of_memory = ref.out_of_memory or out_of_memory(ref.error)
         ref.seconds = round(time.monotonic() - t_start, 3)
         return ref
 
@@ -352,7 +358,19 @@ class Judge(MemoryPlanning):
             ref.footprint = Footprint(0, _nbytes(ref.outputs[0]) if ref.outputs else 0, 0)
         return True
 
-    def _candidate(self, task: Task, source: str, ref: Reference, base: dict, build: Future | None) -> Verdict:
+    def _attempt(self, task: Task, source: str, ref: Reference, base: dict, build: Future | None,
+                 alone: bool) -> Verdict:  # fmt: skip
+        """One judging of the candidate (its own copy of `base`: a retry starts from the reference's stages)."""
+        base = {**base, "stage_s": dict(base["stage_s"])}
+        if alone:
+            base["env"] = {**base["env"], "rerun": "alone after running out of GPU memory beside other workers"}
+        try:
+            return self._candidate(task, source, ref, base, build, alone)
+        except StageFailure as failure:
+            return failure.verdict
+
+    def _candidate(self, task: Task, source: str, ref: Reference, base: dict, build: Future | None,
+                   alone: bool = False) -> Verdict:  # fmt: skip
         o = self.options
         stage_s: dict[str, float] = base.pop("stage_s", {})  # the reference's wait and its stages, then ours
         job = {"kind": "candidate", "init_seed": ref.init_seed, "backend": base["backend"]}
@@ -409,7 +427,10 @@ class Judge(MemoryPlanning):
         memory = base["memory"] = _memory_figures(ref, self._on_device(ref.footprint))
         try:
             with _stopwatch(stage_s, "wait_memory"):  # admitted by its task's memory, beside the other workers
-                need = self._admit_candidate(ref, admitted)
+                need = self._admit_candidate(ref, admitted, alone)
+            if alone:
+                with _stopwatch(stage_s, "wait_free"):
+                    self._await_free_gpu()
             # The GPU slot after the memory, never before: a slot holder waiting in the gate behind a reference that
             # needs a big task's lease, while that task's candidate waits for a slot, deadlocks the pool.
             slots = self.gpu_slots  # released to the semaphore it came from, even across a resize
@@ -491,59 +512,6 @@ class Judge(MemoryPlanning):
             sb.cleanup()
             admitted.close()
 
-    def _compare_trials(self, ref: Reference, outputs: list, replay: list, fail: Callable) -> float:
-        """Trials, then replay trials, against the reference; raises `fail(...)`; returns the worst abs error."""
-        o = self.options
-        worst = 0.0
-        for trial, (r, out) in enumerate(zip(ref.outputs, outputs)):
-            res = compare(r, out, o.atol, o.rtol, self.compare_device)
-            if not res.ok:
-                status = "rejected" if res.guard == "tensor_subclass" else "incorrect"
-                raise fail(status, f"trial {trial + 1}/{len(ref.outputs)}: {res.feedback}", res.guard)
-            worst = max(worst, res.max_abs_err)
-        for k, (r, out) in enumerate(zip(ref.replay_outputs, replay)):
-            res = compare(r, out, o.atol, o.rtol, self.compare_device)
-            if not res.ok:  # right on fresh inputs, wrong on the same buffer with new contents: a cache
-                raise fail("rejected", f"replay {k + 1}/{len(ref.replay)} (an input buffer reused with new "
-                           f"contents) gave a stale or wrong output: {res.feedback}", "replay")  # fmt: skip
-        return worst
-
-    def _compare_wide(self, ref: Reference, wide: Any, fail: Callable) -> None:
-        """The wide trials (judge/wide.py) against the reference: a fast path right only on the benchmark's own value
-        range or sizes is `incorrect` here. Raises `fail(...)`."""
-        o = self.options
-        if not _lists_of_lists(wide) or len(wide) != len(ref.wide_outputs):
-            raise fail("rejected", f"the outputs file does not hold {len(ref.wide_outputs)} wide trials", "channel")
-        for entry, r, out in zip(ref.wide, ref.wide_outputs, wide):
-            atol = scaled_atol(o.atol, r, ref.outputs[0]) if entry.get("scale") else o.atol
-            res = compare(r, out, atol, o.rtol, self.compare_device)
-            if not res.ok:
-                status = "rejected" if res.guard == "tensor_subclass" else "incorrect"
-                raise fail(status, f"{describe(entry)}: {res.feedback}", res.guard)
-
-    def _check_timed_outputs(self, sb: Sandbox, ref: Reference) -> tuple[str, str] | None:
-        """Guard `replay`, timed calls: outputs made while the clock ran (flush buffer live, timing inputs) must
-        match the reference's on the same inputs. Stops a module that is honest until it senses it is timed.
-        Returns (guard, feedback) on a violation."""
-        try:
-            timed = sb.load_output("timed", self.compare_device)
-        except ChannelError as exc:
-            return "channel", str(exc)
-        except Exception as exc:
-            return "tensor_subclass", f"timed outputs did not load as plain tensors: {exc}"
-        if not isinstance(timed, list) or not all(isinstance(t, (list, tuple)) and len(t) == 2
-                                                  and isinstance(t[1], list) for t in timed):  # fmt: skip
-            return "channel", "the timed outputs file does not hold (structure, outputs) pairs"
-        if len(timed) != len(ref.timed_outputs):
-            return "replay", f"{len(timed)} timed outputs kept, expected {len(ref.timed_outputs)}"
-        for j, ((structure, out), (ref_structure, expected)) in enumerate(zip(timed, ref.timed_outputs)):
-            res = compare(expected, out, self.options.atol, self.options.rtol, self.compare_device)
-            if structure != ref_structure or not res.ok:
-                why = f"output structure {structure} != {ref_structure}" if structure != ref_structure else res.feedback
-                guard = "tensor_subclass" if res.guard == "tensor_subclass" else "replay"
-                return guard, f"a timed call on input set {j + 1} returned a wrong output: {why}"
-        return None
-
     @staticmethod
     def _attach_timing(verdict: Verdict, cand: dict, ref: Reference) -> None:
         verdict.timed = True
@@ -555,6 +523,13 @@ class Judge(MemoryPlanning):
                 verdict.speedup_eager = verdict.ref_runtime.median_ms / verdict.runtime.median_ms
             if verdict.compile_runtime:
                 verdict.speedup_compile = verdict.compile_runtime.median_ms / verdict.runtime.median_ms
+
+
+def out_of_memory(feedback: str) -> bool:
+    """Whether a failure's text is the device running out of memory (torch's allocator, or a device export's
+    `cuMemCreate`)."""
+    text = feedback.lower()
+    return "out of memory" in text or "outofmemoryerror" in text
 
 
 def _receive(sb: Sandbox, deadline: float, job: str) -> Message | None:
@@ -574,10 +549,6 @@ def _marks(stage_s: dict[str, float], prefix: str) -> Callable[[str], None]:
         last[0] = now
 
     return mark
-
-
-def _lists_of_lists(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(x, list) for x in v)
 
 
 @contextlib.contextmanager

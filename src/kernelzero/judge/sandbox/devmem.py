@@ -110,7 +110,8 @@ class Driver:
     def _call(fn, *args) -> None:
         rc = fn(*args)
         if rc != 0:
-            raise DeviceMemoryError(f"{fn.__name__} failed with CUDA error {rc}")
+            why = " (out of memory)" if rc == 2 else ""  # CUDA_ERROR_OUT_OF_MEMORY: the judge may retry alone
+            raise DeviceMemoryError(f"{fn.__name__} failed with CUDA error {rc}{why}")
 
     def _prop(self, ordinal: int) -> _Prop:
         prop = _Prop()
