@@ -2,6 +2,9 @@
 big task's lease, sized before its reference ran, is topped up to the reference's measured peak."""
 
 import contextlib
+import gc
+import threading
+import time
 
 from kernelzero.judge import JudgeOptions
 from kernelzero.judge.core import Judge, Reference, StageFailure, out_of_memory
@@ -56,31 +59,79 @@ def test_out_of_memory_alone_is_the_candidates_own_and_other_errors_are_not_reru
     assert calls == [False] and v.status == "runtime_error" and "rerun" not in v.env
 
 
-def _leased_judge(capacity_gb: int) -> tuple[Judge, MemoryGate, Reference]:
+def _leased(judge: Judge, gate: MemoryGate) -> Reference:
+    """A big task's reference as `_settle` leaves it: holding a 37 GB lease sized from its footprint (released when it
+    dies), its measured peak 81 GB."""
+    ref = Reference(init_seed=1, seeds=[1], timing_seeds=[2])
+    ref.lease = {"gpu": 37 * GB, "host": 3 * GB}
+    held = gate.acquire({"gpu": 47 * GB, "host": 8 * GB})  # the reference worker's own need, and the lease
+    judge._settle(ref, held)
+    ref.gpu_peak = 81 * GB
+    return ref
+
+
+def _judge_with_gate(capacity_gb: int) -> tuple[Judge, MemoryGate]:
     judge = Judge(JudgeOptions(device="cpu"))
     judge.device = "cuda"
     gate = MemoryGate({"gpu": capacity_gb * GB, "host": 64 * GB})
     judge.set_gate(gate, "gpu")
-    ref = Reference(init_seed=1, seeds=[1], timing_seeds=[2])
-    ref.lease = gate.acquire({"gpu": 37 * GB, "host": 3 * GB})  # held by the reference, as `_settle` leaves it
-    ref.gpu_peak = 81 * GB  # measured once the reference ran
-    return judge, gate, ref
+    return judge, gate
 
 
-def test_a_lease_smaller_than_the_measured_peak_is_topped_up_and_the_top_up_returned():
-    judge, gate, ref = _leased_judge(104)
-    with contextlib.ExitStack() as admitted:
-        need = judge._admit_candidate(ref, admitted)
-        assert need["gpu"] == WORKER_GPU + 81 * GB
-        assert gate.held["gpu"] == WORKER_GPU + 81 * GB and ref.lease_lock.locked()
-    assert gate.held["gpu"] == 37 * GB and not ref.lease_lock.locked()  # the lease stays with its reference
-
-
-def test_a_top_up_never_asks_more_than_the_lease_leaves_of_the_capacity():
-    judge, gate, ref = _leased_judge(60)  # 82 GB measured, 60 GB in all: the candidate gets the whole GPU
-    with contextlib.ExitStack() as admitted:
-        need = judge._admit_candidate(ref, admitted)
-        assert need["gpu"] == 60 * GB and gate.held["gpu"] == 60 * GB
-    with contextlib.ExitStack() as admitted:  # alone: everything, through the lease
-        assert judge._admit_candidate(ref, admitted, alone=True)["gpu"] == 60 * GB
+def test_a_lease_smaller_than_the_measured_peak_is_topped_up_when_that_fits_and_the_top_up_returned():
+    judge, gate = _judge_with_gate(104)
+    ref = _leased(judge, gate)
     assert gate.held["gpu"] == 37 * GB
+    with contextlib.ExitStack() as admitted:
+        need = judge._admit_candidate(ref, admitted)
+        assert need["gpu"] == WORKER_GPU + 81 * GB == gate.held["gpu"] and ref.lease_lock.locked()
+    assert gate.held["gpu"] == 37 * GB and not ref.lease_lock.locked()  # the lease stays with its reference
+    with contextlib.ExitStack() as admitted:  # alone: the whole GPU, through the lease
+        assert judge._admit_candidate(ref, admitted, alone=True)["gpu"] == 104 * GB == gate.held["gpu"]
+    del ref
+    gc.collect()
+    assert gate.held["gpu"] == 0
+
+
+def test_a_lease_that_cannot_be_topped_up_now_is_given_up_never_held_while_waiting():
+    judge, gate = _judge_with_gate(130)
+    a, b = _leased(judge, gate), _leased(judge, gate)  # 74 GB of leases: room for one 45 GB top-up, not two
+    with contextlib.ExitStack() as first:
+        assert judge._admit_candidate(a, first)["gpu"] == WORKER_GPU + 81 * GB  # 37 + 45 more beside b's 37
+        assert gate.held["gpu"] == WORKER_GPU + 81 * GB + 37 * GB  # a's lease and top-up, b's lease
+        admitted_b, done = contextlib.ExitStack(), threading.Event()
+
+        def candidate(ref):
+            judge._admit_candidate(ref, admitted_b)
+            done.set()
+
+        t = threading.Thread(target=candidate, args=(b,))
+        t.start()
+        time.sleep(0.5)
+        assert not done.is_set() and b.lease is None  # it gave its lease back and waits with nothing held
+        assert gate.held["gpu"] == WORKER_GPU + 81 * GB
+    t.join(timeout=10)
+    assert done.is_set() and gate.held["gpu"] == 37 * GB + WORKER_GPU + 81 * GB  # a's lease, b's own need
+    admitted_b.close()
+    del a, b
+    gc.collect()
+    assert gate.held == {"gpu": 0, "host": 0}
+
+
+def test_leased_candidates_admitted_at_once_all_run():
+    """Each holding its lease and waiting for its top-up deadlocked the pool on the H200."""
+    judge, gate = _judge_with_gate(160)
+    refs = [_leased(judge, gate) for _ in range(4)]  # 148 of 160 GB in leases: no top-up fits beside them
+    ran = []
+
+    def candidate(ref):
+        with contextlib.ExitStack() as admitted:
+            ran.append(judge._admit_candidate(ref, admitted)["gpu"])
+            time.sleep(0.05)
+
+    threads = [threading.Thread(target=candidate, args=(r,)) for r in refs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=20)
+    assert len(ran) == 4 and all(g == WORKER_GPU + 81 * GB for g in ran)

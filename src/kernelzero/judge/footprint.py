@@ -120,7 +120,8 @@ class MemoryGate:
                      for k in self.capacity]  # fmt: skip
             return f"gate: {', '.join(parts)} GB; {len(self._queue)} waiting"
 
-    def _clamped(self, need: dict[str, int]) -> dict[str, int]:
+    def clamp(self, need: dict[str, int]) -> dict[str, int]:
+        """`need` as the gate would hold it: each amount within its resource's capacity, unknown resources left out."""
         return {k: min(max(0, int(v)), self.capacity[k]) for k, v in need.items() if k in self.capacity}
 
     def acquire(self, need: dict[str, int], block: bool = True, on_wait=None,
@@ -130,7 +131,7 @@ class MemoryGate:
         ever asks for, such as the references' budget, a queue of workers is no reason to refuse). While it waits at
         the head of the queue it calls `on_wait()` each second (outside the gate's lock: the caller may drop idle
         holders there)."""
-        need = self._clamped(need)
+        need = self.clamp(need)
         if not block:
             with self._cond:
                 self._drain()
