@@ -35,6 +35,10 @@ class JudgeOptions:
     max_calls: int = 200
     budget_s: float = 2.0
     """Timed GPU work per module: calls are sized to this within [min_calls, max_calls]."""
+    launch_cover: bool = True
+    """Keep the GPU busy (a calibrated sleep kernel after the L2 flush) for longer than the host takes to enqueue one
+    call, so each call's events span its GPU work, not the host's launch latency: a launch-bound kernel's figure then
+    no longer moves with the CPU's load or clocks (`timing.time_model`). Applies to reference and candidate alike."""
     build_timeout_s: float = 600.0
     """Wall-clock budget to import the candidate (CUDA builds happen here)."""
     run_timeout_s: float = 120.0
@@ -87,7 +91,7 @@ class JudgeOptions:
 
     def timing_config(self) -> dict:
         return {"warmup": self.warmup, "min_calls": self.min_calls, "max_calls": self.max_calls,
-                "budget_s": self.budget_s}  # fmt: skip
+                "budget_s": self.budget_s, "launch_cover": self.launch_cover}  # fmt: skip
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -144,10 +144,12 @@ class Bound:
             self.event = torch.cuda.Event
             self.synchronize = torch.cuda.synchronize
             self.elapsed = torch.cuda.Event.elapsed_time
+            self.sleep = torch.cuda._sleep  # a kernel that spins for a number of GPU cycles (timing's launch cover)
         else:  # host clocks, for the timing protocol on CPU (JudgeOptions.timing_on_cpu)
             self.event = _host_event(time.perf_counter)
             self.synchronize = lambda: None
             self.elapsed = lambda start, end: (end.t - start.t) * 1e3
+            self.sleep = None
 
     def writer(self, name: str) -> PackWriter:
         """A writer into the sandbox's `name` memfd (`sandbox.OUTPUTS`): tensors go in as they are produced

@@ -1,0 +1,69 @@
+"""The launch cover of `timing.time_model`: a sleep kernel sized from the host's enqueue time goes before each timed
+call's start event, so a launch-bound call's events span its GPU work (the GPU side runs on the H200 only: here a
+recording stand-in for the device shows what is queued, in which order, and how the cover is sized)."""
+
+import time
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from kernelzero.judge.timing import TimingConfig, launch_cover_cycles, time_model
+
+
+class _Device:
+    """A stand-in for the worker's `Bound` on a GPU: events, sleeps and calls recorded in queue order; the sleep
+    runs at 2,000 cycles per microsecond."""
+
+    def __init__(self):
+        self.queue: list[tuple] = []
+        self.perf_counter = time.perf_counter
+        self.randbelow = lambda n: 0
+        self.synchronize = lambda: None
+
+    def event(self, enable_timing=True):
+        device = self
+
+        class _Event:
+            def record(self):
+                device.queue.append(("event", self))
+                self.at = len(device.queue)
+
+        return _Event()
+
+    def elapsed(self, start, end):
+        between = self.queue[start.at : end.at - 1]
+        return sum(c / 2000 / 1e3 for kind, c in between if kind == "sleep") or 0.001  # ms
+
+    def sleep(self, cycles):
+        self.queue.append(("sleep", cycles))
+
+
+def test_the_cover_outlasts_three_slowest_enqueues_within_its_bounds():
+    cfg = TimingConfig()
+    assert launch_cover_cycles(_Device(), [30e-6, 50e-6], cfg) == (300_000, 150.0)  # 3 x 50 us at 2,000 cycles/us
+    assert launch_cover_cycles(_Device(), [1e-6], cfg)[1] == cfg.cover_min_us
+    assert launch_cover_cycles(_Device(), [0.5], cfg)[1] == cfg.cover_max_us
+
+
+@pytest.mark.parametrize("cover", [True, False])
+def test_each_timed_call_is_queued_behind_the_cover(cover):
+    device = _Device()
+    fake_torch = SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True), no_grad=torch.no_grad)
+
+    def model(x):
+        device.queue.append(("call", None))
+        return x
+
+    cfg = {"warmup": 3, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "flush_l2": False, "launch_cover": cover}
+    stats = time_model(fake_torch, device, model, [[torch.ones(4)]], cfg)
+    kinds = [kind for kind, _ in device.queue]
+    timed = kinds[kinds.index("call", 3) :]  # after the 3 warm-up calls: the estimate, the 20 timed, the wall ones
+    starts = [i for i in range(len(kinds) - 1) if kinds[i] == "event" and kinds[i + 1] == "call"]
+    assert len(starts) >= 21 and len(timed) > 20
+    if cover:
+        assert all(kinds[i - 1] == "sleep" for i in starts[1:21])  # every timed call, not the sizing estimate
+        assert {c for kind, c in device.queue if kind == "sleep"} - {200_000} == {int(stats["cover_us"] * 2000)}
+        assert stats["cover_us"] >= TimingConfig.cover_min_us
+    else:
+        assert "sleep" not in kinds and stats["cover_us"] is None
