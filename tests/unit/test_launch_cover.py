@@ -8,7 +8,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from kernelzero.judge.core import Judge
 from kernelzero.judge.timing import TimingConfig, launch_cover_cycles, time_model
+from kernelzero.judge.verdict import Verdict
+from kernelzero.trainers.coder_rewards import speedup_value
 
 
 class _Device:
@@ -67,3 +70,21 @@ def test_each_timed_call_is_queued_behind_the_cover(cover):
         assert stats["cover_us"] >= TimingConfig.cover_min_us
     else:
         assert "sleep" not in kinds and stats["cover_us"] is None
+
+
+def _timed(cand_ms: float, cand_iqr: float, ref_ms: float, ref_iqr: float):
+    v = Verdict(status="ok", correct=True)
+    Judge._attach_timing(v, {"events": {"median_ms": cand_ms, "iqr_ms": cand_iqr, "min_ms": cand_ms, "n": 20}},
+                         SimpleNamespace(eager={"events": {"median_ms": ref_ms, "iqr_ms": ref_iqr, "min_ms": ref_ms,
+                                                           "n": 20}}, compiled=None))  # fmt: skip
+    return v
+
+
+def test_a_speedup_inside_its_own_spread_is_flagged_and_rewarded_as_eager():
+    noisy = _timed(0.0197, 0.0074, 0.0106, 0.0010)  # the H200's scaled ReLU, first judging: 0.54x, IQR 38% + 9%
+    assert noisy.speed_noise == round(0.0074 / 0.0197 + 0.0010 / 0.0106, 4)
+    assert noisy.speedup_eager < 0.6 and not noisy.speed_noisy  # |ln 0.54| = 0.62 > 0.47: a real slowdown
+    close = _timed(0.0095, 0.0030, 0.0106, 0.0010)  # 1.12x with 32% + 9% of spread
+    assert close.speed_noisy and speedup_value(close) == 1.0
+    clear = _timed(0.0065, 0.0005, 0.0106, 0.0010)  # 1.63x, 8% + 9%
+    assert not clear.speed_noisy and speedup_value(clear) == clear.speedup_eager

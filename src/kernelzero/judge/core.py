@@ -519,8 +519,10 @@ class Judge(MemoryPlanning, Comparing):
         verdict.ref_runtime = _timing(ref.eager)
         verdict.compile_runtime = _timing(ref.compiled)
         if verdict.runtime and verdict.runtime.median_ms > 0:
-            if verdict.ref_runtime:
+            if verdict.ref_runtime and verdict.ref_runtime.median_ms > 0:
                 verdict.speedup_eager = verdict.ref_runtime.median_ms / verdict.runtime.median_ms
+                c, r = verdict.runtime, verdict.ref_runtime
+                verdict.speed_noise = round(c.iqr_ms / c.median_ms + r.iqr_ms / r.median_ms, 4)
             if verdict.compile_runtime:
                 verdict.speedup_compile = verdict.compile_runtime.median_ms / verdict.runtime.median_ms
 

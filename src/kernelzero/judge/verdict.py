@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -47,6 +48,9 @@ class Verdict:
     compile_runtime: Timing | None = None  # torch.compile(Model)
     speedup_eager: float | None = None  # ref_runtime.median / runtime.median
     speedup_compile: float | None = None  # compile_runtime.median / runtime.median
+    speed_noise: float | None = None
+    """The relative spread of `speedup_eager`: the candidate's and the reference's IQR / median, summed. A speedup
+    within it of 1.0 cannot be told from noise (`speed_noisy`): rewards then count it as 1.0."""
     guard: str | None = None  # the check or guard that decided a non-ok status
     feedback: str = ""  # short text fit to show a model: compiler lines, the mismatch, the exception
     trials: int = 0  # correctness trials that ran
@@ -69,6 +73,12 @@ class Verdict:
             raise ValueError(f"Verdict.status must be one of {STATUSES}, got {self.status!r}")
         if self.correct != (self.status == "ok"):
             raise ValueError(f"Verdict.correct={self.correct} contradicts status={self.status!r}")
+
+    @property
+    def speed_noisy(self) -> bool:
+        """Whether `speedup_eager` is closer to 1.0 than its own spread (log scale): too noisy to score speed."""
+        s, noise = self.speedup_eager, self.speed_noise
+        return s is not None and s > 0 and noise is not None and abs(math.log(s)) <= noise
 
     @property
     def scored(self) -> bool:

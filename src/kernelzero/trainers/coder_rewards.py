@@ -43,6 +43,8 @@ def speedup_value(v: Verdict) -> float | None:
         return None
     if not v.correct:
         return 0.0
+    if v.speed_noisy:  # closer to the reference's speed than its own spread: as fast as eager, no more, no less
+        return 1.0
     return v.speedup_eager  # None when the judge could not time it
 
 
