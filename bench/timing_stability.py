@@ -1,0 +1,138 @@
+"""The same correct candidates timed again and again: alone, and inside the realistic mix.
+
+16 correct candidates of `throughput_cases/mix.py` (8 CUDA, 8 Triton; one per task; half of them on the small
+64 x 256 tasks, a few microseconds of GPU work, half on 4096 x 4096) are judged:
+
+- alone, `--repeats` times: each time by a fresh `JudgePool` (workers, references and timing all new), one
+  candidate in flight at a time, nothing else running;
+- inside the batch, `--repeats` times: the full realistic mix (64 CUDA + 64 Triton: compile errors, wrong results,
+  crashes, hangs) with the 16 among them, all submitted at once to one pool, so builds, checks and other candidates'
+  work run beside each timing.
+
+Every pass uses new sources (a comment differs), so no verdict is reused; builds go through one cache folder, as a
+restarted judge's would. Per candidate: its speedups over eager, their spread ((max - min) / median), its median
+kernel time, and how many of its verdicts flag the speed as noisy (`Verdict.speed_noisy`). A candidate passes when its
+spread is within 5% (kernels of 50 us or more) or 15% (launch-bound, under 50 us), or every one of its verdicts flags
+its speed as noisy (then no reward counts it). Exits 1 if any candidate fails, 2 on bad arguments.
+
+    python bench/timing_stability.py --out timing_stability.json            # H200: about 7 minutes
+    python bench/timing_stability.py --no-launch-cover --out before.json    # the same without the launch cover
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from throughput_cases.mix import TASKS, mix  # noqa: E402
+
+LONG_KERNEL_MS = 0.05  # 50 us: at or above, the spread must be within 5%; below (launch-bound), within 15%
+BOUNDS = {True: 0.05, False: 0.15}
+
+
+def chosen() -> list:
+    """The 16 candidates: the first correct one of each task per backend, tasks 0-3 at 4096 x 4096, 4-7 small."""
+    picked = []
+    for backend in ("cuda", "triton"):
+        for small in (False, True):
+            ok = [c for c in mix(backend, small=small) if c.kind == "ok"]  # names: backend_index_op_kind
+            picked += [next(c for c in ok if c.name.split("_")[2] == op) for op in (TASKS[4:] if small else TASKS[:4])]
+    return picked
+
+
+def judge_alone(cases: list, opts, cache: Path, mark: str) -> list:
+    """A fresh pool, the candidates one at a time."""
+    from kernelzero.judge.pool import JudgePool
+    from kernelzero.tasks import Task
+
+    with JudgePool(opts, cache_dir=str(cache)) as pool:
+        return [pool.judge(Task(name=c.name, source=c.task), c.source + mark, c.backend) for c in cases]
+
+
+def judge_in_batch(cases: list, batch: list, pool, mark: str) -> list:
+    """`cases` among `batch`, all submitted at once; the verdicts of `cases`, in order."""
+    from kernelzero.tasks import Task
+
+    items = batch + cases
+    futures = [pool.submit(Task(name=c.name, source=c.task), c.source + mark, c.backend) for c in items]
+    verdicts = [f.result() for f in futures]
+    return verdicts[len(batch) :]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=3, help="passes alone and passes in the batch (default 3 each)")
+    ap.add_argument("--no-launch-cover", action="store_true", help="time without the launch cover (for comparison)")
+    ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    args = ap.parse_args(argv)
+    if args.repeats < 2:
+        print("timing_stability: --repeats must be at least 2 (a spread needs two figures)", file=sys.stderr)
+        return 2
+    import torch
+
+    if not torch.cuda.is_available():
+        print("timing_stability: no CUDA GPU visible (timing needs one)", file=sys.stderr)
+        return 2
+    from kernelzero.judge import JudgeOptions
+    from kernelzero.judge.pool import JudgePool
+
+    opts = JudgeOptions(device="cuda", compile_baseline=False, launch_cover=not args.no_launch_cover)
+    opts.run_timeout_s = 30.0  # the mix's hangs end here, as in judge_throughput --mix
+    cases = chosen()
+    batch = mix("cuda") + mix("triton")
+    cache = Path(tempfile.mkdtemp(prefix="kz-timing-stability-")) / "build-cache"
+    runs: dict[str, list] = {c.name: [] for c in cases}
+    t0 = time.perf_counter()
+    for r in range(args.repeats):
+        for c, v in zip(cases, judge_alone(cases, opts, cache, f"\n# alone, pass {r}\n")):
+            runs[c.name].append(("alone", v))
+        print(f"alone pass {r + 1}: {time.perf_counter() - t0:.0f} s", flush=True)
+    with JudgePool(opts, cache_dir=str(cache)) as pool:
+        for r in range(args.repeats):
+            for c, v in zip(cases, judge_in_batch(cases, batch, pool, f"\n# batch, pass {r}\n")):
+                runs[c.name].append(("batch", v))
+            print(f"batch pass {r + 1}: {time.perf_counter() - t0:.0f} s", flush=True)
+
+    rows, failed = [], 0
+    print(f"\n{'candidate':<28} {'kernel us':>9} {'speedups alone | in batch':<44} {'spread':>7} {'noisy':>5}  ok")
+    for c in cases:
+        vs = [v for _, v in runs[c.name]]
+        speed = [v.speedup_eager for v in vs]
+        kernel = [v.runtime.median_ms for v in vs if v.runtime]
+        if any(s is None for s in speed) or not kernel:
+            rows.append({"candidate": c.name, "statuses": [v.status for v in vs], "pass": False})
+            failed += 1
+            print(f"{c.name:<28} not timed in every run: {[v.status for v in vs]}")
+            continue
+        spread = (max(speed) - min(speed)) / statistics.median(speed)
+        long = statistics.median(kernel) >= LONG_KERNEL_MS
+        noisy = sum(v.speed_noisy for v in vs)
+        ok = spread <= BOUNDS[long] or noisy == len(vs)
+        failed += not ok
+        rows.append({"candidate": c.name, "backend": c.backend, "kernel_ms": statistics.median(kernel),
+                     "speedups": [[k, v.speedup_eager] for k, v in runs[c.name]], "spread": spread,
+                     "bound": BOUNDS[long], "noisy_runs": noisy, "speed_noise": [v.speed_noise for v in vs],
+                     "pass": ok})  # fmt: skip
+        cells = " ".join(f"{s:.2f}" for s in speed[: args.repeats]) + " | " + " ".join(
+            f"{s:.2f}" for s in speed[args.repeats :])
+        print(f"{c.name:<28} {statistics.median(kernel) * 1e3:>9.1f} {cells:<44} {spread:>6.1%} {noisy:>5}  "
+              f"{'yes' if ok else 'NO'}")  # fmt: skip
+    summary = {"gpu": torch.cuda.get_device_name(0), "launch_cover": opts.launch_cover, "repeats": args.repeats,
+               "wall_s": round(time.perf_counter() - t0, 1), "failed": failed, "rows": rows}  # fmt: skip
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"\n{len(cases) - failed}/{len(cases)} within their bound or flagged noisy in every run; "
+          f"{summary['wall_s']:.0f} s")  # fmt: skip
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
