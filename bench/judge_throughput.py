@@ -188,6 +188,31 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
             "cold_in_pool_s": cold_in_pool, "steady": warm, "latency_s": latency}  # fmt: skip
 
 
+RESTART_MARK = "\n# warm restart: a second judge process, the same build cache, new sources\n"
+
+
+def restart_pass(items: list[tuple[str, str, str, str]], device: str, cache: str, run_timeout_s: float | None,
+                 launched: float) -> dict:  # fmt: skip
+    """Run in a freshly spawned process: a second judge on this machine, started after the first, with the same build
+    cache (precompiled headers and bridge already there, as a restarted trainer finds them), judging the candidates
+    as new sources. Seconds are counted from `launched` (the parent's clock when it spawned this process)."""
+    from kernelzero.judge import JudgeOptions
+    from kernelzero.judge.pool import JudgePool
+    from kernelzero.tasks import Task
+
+    opts = JudgeOptions(device=device, compile_baseline=False)
+    if run_timeout_s:
+        opts.run_timeout_s = run_timeout_s
+    tasks = {t: Task(name=f"restart_{i}", source=t) for i, t in enumerate(dict.fromkeys(t for _, t, _, _ in items))}
+    with JudgePool(opts, cache_dir=cache) as pool:
+        started = time.time() - launched
+        verdicts, done_s, latency = _judged(pool, [(tasks[t], c + RESTART_MARK, b) for _, t, c, b in items])
+        wall = time.time() - launched
+        farm = pool.farm.state_dict() if pool.farm else None
+    return {**_summary(items, verdicts, wall), "pool_started_s": round(started, 2), "latency_s": latency,
+            "first_verdict_s": round(started + done_s[0], 2) if done_s else None, "farm": farm}  # fmt: skip
+
+
 def _judged(pool, requests: list) -> tuple[list, list[float], list[float]]:
     """The verdicts, in order; when each arrived (seconds after the pass began, sorted): with the builds' seconds
     (all start at once), where the pass's wall goes after the last build; and each one's latency, in order."""
@@ -272,6 +297,12 @@ def main() -> None:
         help="the realistic mix instead (throughput_cases/mix.py: 64 candidates per backend over 8 tasks, 40%% "
         "correct, 30%% not compiling, 20%% wrong, 10%% crashing or hanging), each checked against its expected status",
     )
+    ap.add_argument(
+        "--warm-restart",
+        action="store_true",
+        help="then start a second judge process with the same build cache and judge the candidates again as new "
+        "sources: candidates per minute and the first verdict's seconds, both from that process's spawn",
+    )
     ap.add_argument("--timeout", type=float, default=None, help="seconds per evaluation for both ways (mix: 30)")
     ap.add_argument("--out", default=None, help="write the figures as JSON here (rewritten after each backend)")
     args = ap.parse_args()
@@ -352,6 +383,18 @@ def main() -> None:
                 print(f"   steady state, {o['farm_workers']} concurrent builds: {o['correct']}/{o['n']} correct, "
                       f"{o['wall_s']:.1f} s, {o['per_min']:.1f}/min, {o['per_min'] / kb['per_min']:.2f}x; build_farm "
                       f"median {o['stage_median_s'].get('build_farm')} s", flush=True)  # fmt: skip
+        restart = None
+        if args.warm_restart:
+            ctx = multiprocessing.get_context("spawn")  # a new process: nothing of this one's imports or caches
+            with ProcessPoolExecutor(1, mp_context=ctx) as ex:
+                restart = ex.submit(restart_pass, items, device, str(work / backend / "build-cache"), timeout,
+                                    time.time()).result()  # fmt: skip
+            if expected:
+                restart["mix"] = check_mix(items, expected, restart["statuses"], restart["latency_s"])
+            print(f"   warm restart (second process, same cache, new sources): {restart['correct']}/{restart['n']} "
+                  f"correct, {restart['wall_s']:.1f} s from spawn, {restart['per_min']:.1f}/min, "
+                  f"{restart['per_min'] / kb['per_min']:.2f}x; pool up at {restart['pool_started_s']} s, first "
+                  f"verdict at {restart['first_verdict_s']} s; farm {json.dumps(restart['farm'])}", flush=True)
         all_h = None
         if args.also_all_h and backend == "cuda":
             all_h = ours(items, device, work / backend, args.workers, steady=not args.no_steady, lean=False)
@@ -361,6 +404,7 @@ def main() -> None:
                   + (f", steady {st['wall_s']:.1f} s ({st['per_min'] / kb['per_min']:.2f}x)" if st else "")
                   + f"; farm {json.dumps(all_h['farm'])}", flush=True)  # fmt: skip
         results[backend] = {"kernelbench_way": kb, "kernelbench_warm": warm, "ours": us, "ours_all_h": all_h,
+                            "warm_restart": restart,
                             "ratio": us["per_min"] / kb["per_min"],
                             "ratio_warm": us["per_min"] / warm["per_min"] if warm else None,
                             "ratio_steady": us["steady"] and us["steady"]["per_min"] / kb["per_min"]}  # fmt: skip
