@@ -130,3 +130,20 @@ def test_device_outputs_move_their_cost_from_host_to_gpu_memory():
     plan = Plan(2, 1, 1, 1)
     assert fp.host_need(plan) == fp.host_need(plan, on_device=True) + 5 * 6 * GB
     assert fp.gpu_need(plan=plan) == fp.gpu_need() + 2 * 5 * 6 * GB  # the worker's exports and the judge's copies
+
+
+def test_the_judge_running_out_of_device_memory_is_not_a_forged_channel(channel, monkeypatch):
+    """An import that fails because the judge's GPU is full says so (the judge reruns the candidate alone); one that
+    fails otherwise is the pack's fault, a channel error."""
+    bound, sb = channel
+    writer = bound.writer("out")
+    writer.add(torch.ones(BIG // 4))
+    bound.seal("out", writer, {"__t": 0})
+
+    def full(torch_, fd, nbytes, ordinal):
+        os.close(fd)
+        raise devmem.DeviceMemoryError("cuMemCreate failed with CUDA error 2 (out of memory)")
+
+    monkeypatch.setattr(devmem, "import_copy", full)
+    with pytest.raises(devmem.DeviceMemoryError, match="out of memory"):
+        sb.load_output("out", "cuda:0")

@@ -198,3 +198,15 @@ def test_roofline_off_at_zero_bandwidth():
     from kernelzero.judge.guards import timing_violation
 
     assert timing_violation(_stats(0.0030, 0.03), 512 * 2**20, 0.0) is None
+
+
+def test_the_judge_running_out_of_memory_loading_timed_outputs_is_not_the_candidates_doing():
+    judge, ref = _reference(Double())
+    worker = _HostBound()
+
+    def full(name, device=None):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB")
+
+    worker.load_output = full
+    guard, feedback = judge._check_timed_outputs(worker, ref)
+    assert guard == "out_of_memory" and "judge ran out of GPU memory" in feedback

@@ -17,6 +17,13 @@ if TYPE_CHECKING:
     from kernelzero.judge.core import Reference
 
 
+def out_of_memory(feedback: str) -> bool:
+    """Whether a failure's text is the device running out of memory (torch's allocator, or `cuMemCreate` and the
+    other driver calls of `sandbox/devmem.py`)."""
+    text = feedback.lower()
+    return "out of memory" in text or "outofmemoryerror" in text
+
+
 def _lists_of_lists(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, list) for x in v)
 
@@ -63,6 +70,8 @@ class Comparing:
         except ChannelError as exc:
             return "channel", str(exc)
         except Exception as exc:
+            if out_of_memory(f"{type(exc).__name__}: {exc}"):  # the judge's copy, not the candidate's doing
+                return "out_of_memory", f"the judge ran out of GPU memory loading the timed outputs: {exc}"
             return "tensor_subclass", f"timed outputs did not load as plain tensors: {exc}"
         if not isinstance(timed, list) or not all(isinstance(t, (list, tuple)) and len(t) == 2
                                                   and isinstance(t[1], list) for t in timed):  # fmt: skip

@@ -39,11 +39,12 @@ import torch
 from kernelzero.judge.admission import MemoryPlanning, _memory_figures, _put, _replay_plan, _seeds
 from kernelzero.judge.build.farm import BuildFarm
 from kernelzero.judge.check import degenerate_canary  # noqa: F401 (re-exported)
-from kernelzero.judge.comparing import Comparing, _lists_of_lists
+from kernelzero.judge.comparing import Comparing, _lists_of_lists, out_of_memory
 from kernelzero.judge.env import fingerprint
 from kernelzero.judge.footprint import Footprint, MemoryGate, Plan
 from kernelzero.judge.guards import STATIC, library_op_violation, timing_violation
 from kernelzero.judge.options import BACKENDS, JudgeOptions
+from kernelzero.judge.sandbox.devmem import DeviceMemoryError
 from kernelzero.judge.sandbox.messages import (
     CandidateBuilt,
     CandidateOutputs,
@@ -331,6 +332,8 @@ class Judge(MemoryPlanning, Comparing):
                     break
         except (TimeoutError, ChannelError) as exc:
             ref.error = f"reference worker {type(exc).__name__}: {exc}"
+        except (torch.OutOfMemoryError, DeviceMemoryError) as exc:  # the judge's own copy of the outputs
+            ref.error = f"the judge could not copy the reference's outputs: {type(exc).__name__}: {exc}"
         finally:
             sb.finish()
             sb.cleanup()
@@ -456,6 +459,9 @@ class Judge(MemoryPlanning, Comparing):
             except ChannelError as exc:
                 raise fail("rejected", str(exc), "channel") from None
             except Exception as exc:  # a tensor subclass or a forged file does not load under weights_only
+                if out_of_memory(f"{type(exc).__name__}: {exc}"):  # the judge's copy: rerun alone (`judge`)
+                    raise fail("runtime_error", f"the judge ran out of GPU memory loading the outputs: {exc}",
+                               "load") from None  # fmt: skip
                 raise fail("rejected", f"outputs did not load as plain tensors: {exc}", "tensor_subclass") from None
             data = data if isinstance(data, dict) else {}
             outputs, replay = data.get("outputs"), data.get("replay")
@@ -493,7 +499,7 @@ class Judge(MemoryPlanning, Comparing):
                     with _stopwatch(stage_s, "timed_check"):
                         bad = self._check_timed_outputs(sb, ref)
                 if bad is not None:  # honest only while not timed
-                    raise fail("rejected", bad[1], bad[0])
+                    raise fail("runtime_error" if bad[0] == "out_of_memory" else "rejected", bad[1], bad[0])
                 # Timed calls answered from a table (phase detection, batch-and-skip) are right and launch nothing.
                 idle = (timing.idle_calls or 0) + (saved.idle_calls or 0)  # Triton: counted; CUDA: audited
                 if idle:
@@ -525,13 +531,6 @@ class Judge(MemoryPlanning, Comparing):
                 verdict.speed_noise = round(c.iqr_ms / c.median_ms + r.iqr_ms / r.median_ms, 4)
             if verdict.compile_runtime:
                 verdict.speedup_compile = verdict.compile_runtime.median_ms / verdict.runtime.median_ms
-
-
-def out_of_memory(feedback: str) -> bool:
-    """Whether a failure's text is the device running out of memory (torch's allocator, or a device export's
-    `cuMemCreate`)."""
-    text = feedback.lower()
-    return "out of memory" in text or "outofmemoryerror" in text
 
 
 def _receive(sb: Sandbox, deadline: float, job: str) -> Message | None:

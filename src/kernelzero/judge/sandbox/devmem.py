@@ -257,6 +257,8 @@ def receive(sock: socket.socket, name: str, sizes: list[int], ordinal: int, time
             copies.append(import_copy(torch, fds.pop(0), sizes[len(copies)], ordinal))  # closes it
         return copies
     except DeviceMemoryError as exc:
+        if "out of memory" in str(exc):  # the judge's GPU is full, not the pack forged: the judge may retry alone
+            raise
         raise PackError(f"a device output did not import: {exc}") from None
     finally:
         for fd in fds:
