@@ -10,11 +10,13 @@ deliberately wrong (a Triton kernel that writes one element and returns it), so 
     python bench/kb_sweep.py --kernelbench .kb/KernelBench --out /tmp/sweep --summary-only
 
 Outputs under OUT: `sweep.jsonl` (one line per task, flushed as each verdict arrives; a rerun with the same OUT skips
-recorded tasks, `--retry-infra` re-judges unexpected infra errors), `runs.jsonl` (one line per invocation with its
+recorded tasks, `--retry-infra` re-judges infra errors the task does not explain and, with the wrong
+candidate, any verdict other than `incorrect`), `runs.jsonl` (one line per invocation with its
 elapsed seconds, summed in the summary), `summary.md` and `summary.json`. `--time-limit` stops submitting new tasks
 once that many seconds have passed (tasks in flight finish and are recorded), so each invocation fits a bounded
-command and the next one resumes. Exit code: 0 when every task is recorded and every infra_error is one the task
-explains (guard reference, too_large or degenerate), 1 otherwise, 2 for bad input.
+command and the next one resumes. Exit code: 0 when every task is recorded, every infra_error is one the task
+explains (guard reference, too_large or degenerate; not the judge out of GPU memory) and, with the wrong candidate,
+every other verdict is `incorrect`; 1 otherwise, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 SWEEP, RUNS = "sweep.jsonl", "runs.jsonl"
 # infra_error guards that are the task's fault (its reference fails, it cannot fit, it cannot tell right from wrong)
 EXPLAINED_INFRA = frozenset({"reference", "too_large", "degenerate"})
+WRONG = "wrong_template"  # the `candidate` of records judged with the deliberately wrong default candidate
 MISSING_GUARD = "missing_solution"
 FEEDBACK_CHARS = 300
 
@@ -145,8 +148,22 @@ def latest(records: list[dict]) -> dict[tuple[int, str], dict]:
     return {(r["level"], r["task"]): r for r in records}
 
 
+def explained(record: dict) -> bool:
+    """Whether an infra_error is the task's: its guard says so, and a `reference` failure is not the judge running
+    out of GPU memory beside other workers (that is the judge's capacity, not the task)."""
+    text = (record.get("feedback") or "").lower()
+    oom = "out of memory" in text or "cuda error 2" in text  # the driver's CUDA_ERROR_OUT_OF_MEMORY, by number
+    return record.get("guard") in EXPLAINED_INFRA and not (record.get("guard") == "reference" and oom)
+
+
+def unexpected(record: dict) -> bool:
+    """With the deliberately wrong candidate every task should come back `incorrect` (or an infra_error its task
+    explains): any other status points at the judge."""
+    return record.get("candidate") == WRONG and record["status"] not in ("incorrect", "infra_error")
+
+
 def needs_retry(record: dict) -> bool:
-    return record["status"] == "infra_error" and record.get("guard") not in EXPLAINED_INFRA
+    return (record["status"] == "infra_error" and not explained(record)) or unexpected(record)
 
 
 def make_record(level: int, name: str, verdict, wall_s: float, candidate: str) -> dict:
@@ -211,7 +228,7 @@ def sweep(args: argparse.Namespace, files: list[tuple[int, str, Path]], say=prin
 def candidate_kind(args: argparse.Namespace) -> str:
     if args.solutions is not None:
         return f"solutions:{args.solutions}"
-    return f"candidate:{args.candidate}" if args.candidate is not None else "wrong_template"
+    return f"candidate:{args.candidate}" if args.candidate is not None else WRONG
 
 
 def _judge_all(args, todo, log: Log, run: dict, t0: float, say) -> None:
@@ -310,16 +327,20 @@ def summarize(files: list[tuple[int, str, Path]], out: Path, levels: list[int]) 
                 "task": f"level{level}/{r['task']}",
                 "guard": r.get("guard"),
                 "reason": r.get("feedback", ""),
-                "explained": r.get("guard") in EXPLAINED_INFRA,
+                "explained": explained(r),
             }
             for r in recs
             if r["status"] == "infra_error"
         ]
     unexplained = [i for i in infra if not i["explained"]]
-    code = 0 if not missing and not unexplained else 1
+    odd = [{"task": f"level{r['level']}/{r['task']}", "status": r["status"], "guard": r.get("guard"),
+            "reason": r.get("feedback", "")}
+           for r in recorded.values() if r["level"] in levels and unexpected(r)]  # fmt: skip
+    code = 0 if not missing and not unexplained and not odd else 1
     summary = {"levels": per_level, "runs": len(runs), "run_wall_s": round(sum(r.get("elapsed_s", 0) for r in runs), 1),
                "tasks": len(files), "recorded": len(files) - len(missing), "missing": missing,
-               "infra_errors": infra, "unexplained_infra_errors": len(unexplained), "exit_code": code}  # fmt: skip
+               "infra_errors": infra, "unexplained_infra_errors": len(unexplained), "unexpected": odd,
+               "exit_code": code}  # fmt: skip
     return summary, code
 
 
@@ -348,6 +369,9 @@ def render(summary: dict) -> str:
     lines += ["", f"## infra_error ({n_infra}, {unexplained} not explained by the task)", ""]
     lines += [f"- {i['task']}: guard `{i['guard']}`{'' if i['explained'] else ' (UNEXPLAINED)'}: {i['reason']}"
               for i in summary["infra_errors"]] or ["none"]  # fmt: skip
+    if summary.get("unexpected"):
+        lines += ["", f"## unexpected for the wrong candidate ({len(summary['unexpected'])})", ""]
+        lines += [f"- {u['task']}: {u['status']} [{u['guard']}]: {u['reason']}" for u in summary["unexpected"]]
     if summary["missing"]:
         shown = ", ".join(summary["missing"][:20]) + (" ..." if len(summary["missing"]) > 20 else "")
         lines += ["", f"## not yet recorded ({len(summary['missing'])})", "", shown]

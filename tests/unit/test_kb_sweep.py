@@ -165,3 +165,22 @@ def test_bad_input_exits_2(tmp_path, capsys, extra, says):
     assert kb_sweep.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0]
+
+
+def test_the_judges_own_memory_failures_and_odd_verdicts_are_not_the_tasks(tmp_path):
+    oom = {**_record(1, "52_Argmin", "infra_error", "reference"), "candidate": kb_sweep.WRONG,
+           "feedback": "the reference Model failed: harness: torch.OutOfMemoryError: CUDA out of memory."}  # fmt: skip
+    own = {**_record(1, "66_Fails", "infra_error", "reference"), "candidate": kb_sweep.WRONG}
+    crash = {**_record(1, "45_Pool", "runtime_error", "forward"), "candidate": kb_sweep.WRONG}
+    fine = {**_record(1, "1_Tiny"), "candidate": kb_sweep.WRONG}
+    assert not kb_sweep.explained(oom) and kb_sweep.needs_retry(oom)
+    assert kb_sweep.explained(own) and not kb_sweep.needs_retry(own)
+    assert kb_sweep.unexpected(crash) and kb_sweep.needs_retry(crash)
+    assert not kb_sweep.unexpected(fine) and not kb_sweep.unexpected({**crash, "candidate": "candidate:x.py"})
+    out = tmp_path / "sweep"
+    _write(out, [oom, own, crash, fine])
+    files = [(1, n, tmp_path / f"{n}.py") for n in ("52_Argmin", "66_Fails", "45_Pool", "1_Tiny")]
+    summary, code = kb_sweep.summarize(files, out, [1])
+    assert code == 1 and summary["unexplained_infra_errors"] == 1
+    assert [u["task"] for u in summary["unexpected"]] == ["level1/45_Pool"]
+    assert "unexpected for the wrong candidate (1)" in kb_sweep.render(summary)
