@@ -194,6 +194,17 @@ def test_side_stream_rejects_work_the_events_do_not_see():
     assert timing_violation(_stats(1.50, 1.60), 0, 10.0) is None  # a long honest kernel
 
 
+def test_side_stream_compares_the_wall_with_the_uncovered_span_not_the_covered_events():
+    from kernelzero.judge.guards import timing_violation
+
+    # A launch-heavy honest call: 5 us of GPU work under the launch cover, 450 us of host enqueue in its span
+    honest = {**_stats(0.005, 0.470), "span": {"median_ms": 0.455}}
+    assert timing_violation(honest, 0, 10.0) is None
+    assert timing_violation(_stats(0.005, 0.470), 0, 10.0)[0] == "side_stream"  # the events alone would reject it
+    # Work on a side stream: the span of the current stream stays short while the wall holds the hidden 2 ms
+    assert timing_violation({**_stats(0.005, 2.0), "span": {"median_ms": 0.02}}, 0, 10.0)[0] == "side_stream"
+
+
 def test_roofline_off_at_zero_bandwidth():
     from kernelzero.judge.guards import timing_violation
 

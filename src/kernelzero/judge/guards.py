@@ -479,8 +479,9 @@ def timing_violation(cand: dict, output_bytes: int, bandwidth_tbs: float) -> tup
     that return an output computed earlier, or launch nothing. Per call because one near-zero call (or a batch done in
     one call and looked up in the rest) collapses a mean, a min or, past half the calls, the median; no honest call
     beats physics even once. It bites on large outputs only; bandwidth_tbs <= 0 turns it off.
-    side_stream: each call's wall time (device-wide syncs around it) exceeds its event time by more than
-    SIDE_STREAM_MIN_MS and by more than the event time itself: work was left on a stream the events do not see.
+    side_stream: each call's wall time (device-wide syncs around it) exceeds its span (the current stream's events
+    around the same call, the host's enqueue included; the event time where no span was sent) by more than
+    SIDE_STREAM_MIN_MS and by more than the span itself: work was left on a stream the events do not see.
     """
     events, wall = cand["events"]["median_ms"], cand["wall"]["median_ms"]
     fastest = min(events, cand["events"].get("min_ms", events))
@@ -489,8 +490,9 @@ def timing_violation(cand: dict, output_bytes: int, bandwidth_tbs: float) -> tup
     if fastest < floor_ms:
         return "roofline", (f"a timed call of {fastest * 1e3:.2f} us is below the {floor_ms * 1e3:.2f} us needed only "
                             f"to write the {output_bytes / 2**20:.1f} MiB of outputs at {bandwidth_tbs:g} TB/s")
-    hidden = wall - events
-    if hidden > SIDE_STREAM_MIN_MS and hidden > events:
-        return "side_stream", (f"a call takes {wall:.3f} ms of wall time between device-wide syncs but {events:.3f} "
+    span = (cand.get("span") or {}).get("median_ms", events)
+    hidden = wall - span
+    if hidden > SIDE_STREAM_MIN_MS and hidden > span:
+        return "side_stream", (f"a call takes {wall:.3f} ms of wall time between device-wide syncs but {span:.3f} "
                                "ms on the current stream's events: work runs where the timer does not look")
     return None

@@ -144,16 +144,23 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
                 captured[i % k] = capture(out)
         bound.synchronize()  # device-wide: every stream
         event_ms = [bound.elapsed(a, b) for a, b in zip(starts, ends)]
-        # Wall clock per call, each bracketed by device-wide syncs: work hidden on a side stream shows up here
-        # and not in the events (the `side_stream` guard compares the two).
-        wall_ms = []
+        # Wall clock per call, each bracketed by device-wide syncs, and the current stream's events around the
+        # same call with nothing queued before it (the span: the host's enqueue and the stream's work, no cover):
+        # work hidden on a side stream shows in the wall and not in the span (the `side_stream` guard compares
+        # the two; the covered events above leave the host's time out on purpose, so they cannot serve).
+        wall_ms, span_ms = [], []
         for i in range(min(n, cfg.min_calls)):
+            a, b = bound.event(enable_timing=True), bound.event(enable_timing=True)
             bound.synchronize()
             t0 = bound.perf_counter()
+            a.record()
             model(*input_sets[i % len(input_sets)])
+            b.record()
             bound.synchronize()
             wall_ms.append((bound.perf_counter() - t0) * 1e3)
-    result = {"events": summarize(event_ms), "wall": summarize(wall_ms), "config": asdict(cfg),
+            span_ms.append(bound.elapsed(a, b))
+    result = {"events": summarize(event_ms), "wall": summarize(wall_ms), "span": summarize(span_ms),
+              "config": asdict(cfg),
               "cover_us": round(cover[1], 1) if cover is not None else None}  # fmt: skip
     if capture is not None:
         result["captured"] = [captured[j] for j in sorted(captured)]

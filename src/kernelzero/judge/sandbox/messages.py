@@ -43,11 +43,12 @@ _SUMMARY = {"median_ms", "iqr_ms", "min_ms", "n"}  # `timing.summarize`'s keys, 
 
 
 def _timing_stats(v: dict) -> bool:
-    """`time_model`'s summaries: `events` and `wall` each exactly the summary's keys, finite numbers."""
+    """`time_model`'s summaries: `events` and `wall` (and `span`, when sent) each exactly the summary's keys, finite
+    numbers."""
     return all(
         isinstance(v.get(k), dict) and set(v[k]) == _SUMMARY
         and all(type(x) in (int, float) and math.isfinite(x) for x in v[k].values())
-        for k in ("events", "wall")
+        for k in ("events", "wall", *(("span",) if "span" in v else ()))
     )  # fmt: skip
 
 
