@@ -122,6 +122,26 @@ def install_load_inline_shim(job: dict) -> dict:
     return state
 
 
+TRICKS = ("plain", "split", "pch", "bridge", "lean")
+"""The build tricks' levels, each adding one part to the one before: the call as written; host and device TUs apart;
+a precompiled torch/extension.h; the bridge binding with torch/all.h; the lean headers."""
+
+
+def trick_headers(headers: dict, tricks: str) -> dict:
+    """A build job's header entries with the parts past `tricks` (a TRICKS level) left out."""
+    if tricks not in TRICKS:
+        raise ValueError(f"BuildFarm.tricks must be one of {TRICKS}, got {tricks!r}")
+    level = TRICKS.index(tricks)
+    out = {**headers, "split": level >= 1}
+    if level < 2:
+        out["pch_dirs"] = {}
+    if level < 3:
+        out["light_pch_dirs"], out["bridge"] = {}, None
+    if level < 4:
+        out["lean_table"] = None
+    return out
+
+
 def _as_list(sources: Any) -> list[str]:
     return [sources] if isinstance(sources, str) else list(sources or [])
 
@@ -250,6 +270,7 @@ class BuildFarm:
     warm: bool = False  # keep `workers` build workers spawned ahead, `import torch` done (~3 s of each build)
     pch_wait_s: float = 240.0  # a build waits this long for headers being precompiled (parsing torch doubles it)
     probe: bool = True  # once the headers are built, ask a build worker whether its compiler takes them
+    tricks: str = "lean"  # how far the build tricks go, for their ablation (TRICKS; bench/build_ablation.py)
 
     def __post_init__(self) -> None:
         # One per core. A split build is one host compile beside a short nvcc pipeline (~2.5 s). Measured on the
@@ -364,7 +385,7 @@ class BuildFarm:
         with self._lock:
             headers = {"pch_dirs": dict(self._pch_dirs), "light_pch_dirs": dict(self._light_dirs),
                        "bridge": self._bridge if self.bind else None, "lean_table": self._lean_table}  # fmt: skip
-        job = {"kind": "build", "device": "cpu", "build_mode": "build", **headers}
+        job = {"kind": "build", "device": "cpu", "build_mode": "build", **trick_headers(headers, self.tricks)}
         sb = self._sandbox(job)
         (sb.scratch / "candidate.py").write_text(source)
         sb.job.update(candidate_path=str(sb.scratch / "candidate.py"), build_dir=str(sb.scratch / "builds"))

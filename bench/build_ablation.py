@@ -1,0 +1,113 @@
+"""Which build tricks pay: the realistic mix's CUDA candidates built and judged with each level of the build farm.
+
+Levels, each adding one part to the one before (`BuildFarm.tricks`):
+
+- `plain`: every `load_inline` call built as written (torch's own way, one TU with torch/extension.h and pybind11);
+- `split`: the host TU and the device TU compiled apart (judge/build/split.py), no precompiled header;
+- `pch`: and the host TU against a precompiled torch/extension.h;
+- `bridge`: and the host TU bound through the prebuilt bridge, without pybind11 (bind.py), against torch/all.h;
+- `lean`: and the lean headers in place of torch/all.h (lean.py): what the judge uses by default.
+
+Two pools, both warmed first (headers and bridge built, not counted): one whose light headers are torch/all.h
+(levels plain to bridge), one with the lean headers (level lean). Then two passes over the levels in alternating
+order (plain..lean, then lean..plain), each judging the 64 CUDA candidates of `throughput_cases/mix.py` as new
+sources (nothing built or judged is reused). Per level: the steady wall of each pass, candidates per minute, the
+median build seconds, and every verdict checked against its expected status. A part is kept when it saves at least
+10% of the steady wall of the level before it in both passes.
+
+    python bench/build_ablation.py --out ablation.json       # H200: about 8 minutes
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from throughput_cases.mix import mix  # noqa: E402
+
+LEVELS = ("plain", "split", "pch", "bridge", "lean")
+KEEP_SAVING = 0.10  # a part stays when it saves at least this share of the steady wall, in both passes
+
+
+def one_pass(pool, cases: list, level: str, mark: str) -> dict:
+    """The CUDA candidates judged once at `level`, all submitted at once."""
+    from kernelzero.tasks import Task
+
+    pool.farm.tricks = level
+    t0 = time.perf_counter()
+    futures = [pool.submit(Task(name=c.name, source=c.task), c.source + mark, "cuda") for c in cases]
+    verdicts = [f.result() for f in futures]
+    wall = time.perf_counter() - t0
+    wrong = [f"{c.name}: {v.status}" for c, v in zip(cases, verdicts) if v.status not in c.expected]
+    builds = [v.stage_s["build_farm"] for v in verdicts if "build_farm" in v.stage_s]
+    return {"level": level, "wall_s": round(wall, 2), "per_min": round(60 * len(cases) / wall, 1),
+            "build_median_s": round(statistics.median(builds), 2) if builds else None, "mismatches": wrong}  # fmt: skip
+
+
+def decide(passes: list[list[dict]]) -> list[dict]:
+    """Per part (each level after `plain`): its saving over the level before, in each pass, and whether it stays."""
+    out = []
+    for i, level in enumerate(LEVELS[1:], start=1):
+        savings = []
+        for p in passes:
+            by = {r["level"]: r["wall_s"] for r in p}
+            savings.append(round(1 - by[level] / by[LEVELS[i - 1]], 3))
+        out.append({"part": level, "savings": savings, "keep": all(s >= KEEP_SAVING for s in savings)})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    ap.add_argument("--n", type=int, default=64, help="CUDA candidates of the mix (default 64)")
+    args = ap.parse_args(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("build_ablation: no CUDA GPU visible (the mix's CUDA candidates are judged on one)", file=sys.stderr)
+        return 2
+    from kernelzero.judge import JudgeOptions
+    from kernelzero.judge.pool import JudgePool
+    from kernelzero.tasks import Task
+
+    cases = mix("cuda", n=args.n)
+    opts = JudgeOptions(device="cuda", compile_baseline=False)
+    opts.run_timeout_s = 30.0  # the mix's hangs end here
+    cache = Path(tempfile.mkdtemp(prefix="kz-ablation-")) / "build-cache"
+    passes: list[list[dict]] = [[], []]
+    t0 = time.perf_counter()
+    with JudgePool(opts, cache_dir=str(cache)) as all_h, JudgePool(opts, cache_dir=str(cache)) as lean:
+        for pool, is_lean in ((all_h, False), (lean, True)):
+            pool.farm.lean = is_lean  # read when the headers are built, at the first build
+            first = cases[0]
+            pool.judge(Task(name="warm", source=first.task), first.source + f"\n# warm-up {is_lean}\n", "cuda")
+            pool.farm.pch_ready.wait(600)
+        print(f"warm-up (headers, bridge, workers): {time.perf_counter() - t0:.0f} s", flush=True)
+        for k, order in enumerate((LEVELS, LEVELS[::-1])):
+            for level in order:
+                pool = lean if level == "lean" else all_h
+                row = one_pass(pool, cases, level, f"\n# ablation pass {k}, {level}\n")
+                passes[k].append(row)
+                print(f"pass {k + 1} {level:<7} {row['wall_s']:>7.1f} s {row['per_min']:>6.1f}/min, build median "
+                      f"{row['build_median_s']} s, {len(row['mismatches'])} mismatches", flush=True)  # fmt: skip
+    parts = decide(passes)
+    for p in parts:
+        print(f"{p['part']:<7} saves {', '.join(f'{s:.1%}' for s in p['savings'])}: "
+              f"{'keep' if p['keep'] else 'REMOVE (under 10% in a pass)'}")  # fmt: skip
+    result = {"gpu": torch.cuda.get_device_name(0), "n": len(cases), "passes": passes, "parts": parts,
+              "wall_s": round(time.perf_counter() - t0, 1)}  # fmt: skip
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return 1 if any(r["mismatches"] for p in passes for r in p) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""The build tricks' levels (`farm.trick_headers`, for bench/build_ablation.py) and the ablation's rule."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelzero.judge.build.farm import TRICKS, trick_headers
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import build_ablation  # noqa: E402
+
+ALL = {"pch_dirs": {"f": "/p"}, "light_pch_dirs": {"f": "/l"}, "bridge": "/b.so", "lean_table": "/t.json"}
+
+
+def test_each_level_adds_one_part():
+    jobs = {level: trick_headers(ALL, level) for level in TRICKS}
+    assert jobs["plain"] == {"pch_dirs": {}, "light_pch_dirs": {}, "bridge": None, "lean_table": None, "split": False}
+    assert jobs["split"] == {**jobs["plain"], "split": True}
+    assert jobs["pch"] == {**jobs["split"], "pch_dirs": {"f": "/p"}}
+    assert jobs["bridge"] == {**jobs["pch"], "light_pch_dirs": {"f": "/l"}, "bridge": "/b.so"}
+    assert jobs["lean"] == {**ALL, "split": True}
+    with pytest.raises(ValueError, match="tricks"):
+        trick_headers(ALL, "turbo")
+
+
+def test_a_part_stays_only_when_it_saves_ten_percent_in_both_passes():
+    walls = {"plain": 100.0, "split": 80.0, "pch": 75.0, "bridge": 60.0, "lean": 55.0}
+    second = {**walls, "bridge": 70.0}  # the bridge saves 20% in one pass, 6.7% in the other
+    passes = [[{"level": k, "wall_s": v} for k, v in w.items()] for w in (walls, second)]
+    parts = {p["part"]: p for p in build_ablation.decide(passes)}
+    assert parts["split"]["savings"] == [0.2, 0.2] and parts["split"]["keep"]
+    assert parts["pch"]["savings"] == [0.062, 0.062] and not parts["pch"]["keep"]
+    assert not parts["bridge"]["keep"] and not parts["lean"]["keep"]
