@@ -3,7 +3,7 @@
 # Carry .whl (wheels the image lacks: pydantic for KernelBench; trl, datasets, dill, multiprocess for `train`) and .kb
 # (a KernelBench checkout's src/ and KernelBench/level1,2 for `eval`, never committed) and .audit (the libclang wheel, for
 # `lean_audit` when no table matches the machine's torch headers: it writes one, into the tree and $OUT).
-# Steps (KZ_STEPS): gpu_tests timing lean_audit pch_check throughput stability front_check first_call train eval sweep big; on 2+ GPUs: coder2
+# Steps (KZ_STEPS): gpu_tests timing lean_audit pch_check throughput stability front_check ablation first_call train eval sweep big; on 2+ GPUs: coder2
 # multi_gpu.
 set -uo pipefail
 OUT="${OUT:-/tmp/kz-out}"; mkdir -p "$OUT"
@@ -41,6 +41,7 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
     stability) step stability timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/timing_stability.py \
               --out "$OUT/timing_stability.json" ${KZ_STABILITY_ARGS:-} ;;
     front_check) step front_check timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/front_check.py ${KZ_FRONT_ARGS:-} ;;
+    ablation) step ablation timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/build_ablation.py --out "$OUT/ablation.json" ;;
     multi_gpu) step multi_gpu timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/multi_gpu.py --out "$OUT/multi_gpu.json" ;;
     first_call) step first_call timeout ${KZ_FIRST_CALL_TIMEOUT:-120} python3 bench/first_call.py ;;
     sweep) step sweep timeout ${KZ_SWEEP_TIMEOUT:-590} python3 bench/kb_sweep.py --kernelbench .kb/KernelBench \
