@@ -104,7 +104,7 @@ def test_the_build_starts_before_the_reference_is_computed(monkeypatch):
     order = []
 
     class Farm:
-        def submit(self, source):
+        def submit(self, source, front=True):
             order.append("build")
             fut = Future()
             fut.set_result(BuildResult("compile_error", feedback="nvcc: error"))

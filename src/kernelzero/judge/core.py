@@ -182,7 +182,7 @@ class Judge(MemoryPlanning, Comparing):
         if backend == "cuda" and self.device != "cuda":
             return Verdict.fail("infra_error", "CUDA candidates need a GPU; this judge runs on CPU", **base)
         # the CPU farm builds while the reference runs (a cold task's reference takes 10-20 s on a GPU)
-        build = self.farm.submit(source) if self.farm is not None else None
+        build = self.farm.submit(source, self.options.front_check) if self.farm is not None else None
         t_ref = time.monotonic()
         ref = self.reference(task)
         base["stage_s"] = {"reference": round(time.monotonic() - t_ref, 3), **ref.stage_s}
@@ -385,6 +385,8 @@ class Judge(MemoryPlanning, Comparing):
             return Verdict.fail("infra_error", "the build farm shut down before this candidate was built", **base)
         if built is not None:
             stage_s["build_farm"] = round(built.seconds, 3)
+            if built.front is not None:  # part of build_farm: the check ran before (or instead of) the build
+                stage_s["front_check"] = built.front.seconds
             if built.status == "compile_error":  # same verdict as a failed build in the candidate worker
                 return Verdict.fail("compile_error", f"import failed: {built.feedback}", guard="import",
                                     stage_s=stage_s, **base)  # fmt: skip

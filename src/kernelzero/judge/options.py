@@ -41,6 +41,11 @@ class JudgeOptions:
     no longer moves with the CPU's load or clocks (`timing.time_model`). Applies to reference and candidate alike."""
     build_timeout_s: float = 600.0
     """Wall-clock budget to import the candidate (CUDA builds happen here)."""
+    front_check: bool = True
+    """Before the build farm builds a CUDA candidate, check its device code in seconds (nvcc's front end on the
+    torch-free kernels, the `.cu` as written preprocessed: `judge/build/front.py`) and answer `compile_error` at once
+    when the build would certainly fail (an identifier nothing declares); in every other case the build runs as
+    without it. Off: every candidate pays its full build."""
     run_timeout_s: float = 120.0
     """Wall-clock budget for the correctness trials and, separately, for timing."""
     library_ops: str = "reject"

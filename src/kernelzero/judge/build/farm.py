@@ -27,6 +27,9 @@ Tricks are tried in that order; one that fails to build falls back to the next, 
 as written, whose result (and compile error) is the verdict. GCC skips a precompiled header it cannot use without a
 word: once the headers are built, a build worker compiles each one's include and says whether it was used
 (`BuildFarm.probe_headers`, in `state_dict` and on stderr when not).
+
+Before a build, the front check (front.py) looks at the device code in seconds; a compile error it is certain of
+is the result at once (and cached like any), without the 2-3 builds a failing candidate pays otherwise.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelzero.judge.build.bind import BRIDGE_SOURCE, LIBRARY, binding, build_bridge
+from kernelzero.judge.build.front import FrontCheck, FrontResult
 from kernelzero.judge.build.headers import PCH_FLAG_SETS, build_pch, has_cuda_toolkit
 from kernelzero.judge.build.lean import HEADER, TABLES, blocked_by, installed_table, load_table, table_name
 from kernelzero.judge.build.split import _strip_comments, split
@@ -252,6 +256,7 @@ class BuildResult:
     hit: bool = False
     seconds: float = 0.0
     feedback: str = ""
+    front: FrontResult | None = None  # the front check's outcome, when it ran (front.py)
 
 
 @dataclass
@@ -270,6 +275,7 @@ class BuildFarm:
     warm: bool = False  # keep `workers` build workers spawned ahead, `import torch` done (~3 s of each build)
     pch_wait_s: float = 240.0  # a build waits this long for headers being precompiled (parsing torch doubles it)
     probe: bool = True  # once the headers are built, ask a build worker whether its compiler takes them
+    front: bool = True  # a front check before each build answers certain compile errors in seconds (front.py)
     tricks: str = "lean"  # how far the build tricks go, for their ablation (TRICKS; bench/build_ablation.py)
 
     def __post_init__(self) -> None:
@@ -302,6 +308,8 @@ class BuildFarm:
         self._warm: WarmSandboxes | None = None  # started by the first build: a Triton-only run spawns none
         # threads for `submit` (builds still take a slot each; the extra threads wait for one, or for a cache hit)
         self._submitted = ThreadPoolExecutor(max_workers=2 * self.workers, thread_name_prefix="kz-build")
+        self.front_outcomes: Counter[str] = Counter()  # front check statuses (compile_error, passed, unsure, skipped)
+        self._front: FrontCheck | None = None  # made by the first build (front.py)
 
     def resize(self, workers: int) -> None:
         """Change how many builds run at once; builds already running finish on their old slots."""
@@ -326,9 +334,10 @@ class BuildFarm:
             warm.close()
         self._submitted.shutdown(wait=False, cancel_futures=True)
 
-    def submit(self, source: str) -> Future:
-        """`build(source)` on a farm thread: the judge starts a build before it waits for the task's reference."""
-        return self._submitted.submit(self.build, source)
+    def submit(self, source: str, front: bool = True) -> Future:
+        """`build(source, front)` on a farm thread: the judge starts a build before it waits for the task's
+        reference."""
+        return self._submitted.submit(self.build, source, front)
 
     def _sandbox(self, job: dict[str, Any]) -> Sandbox:
         with self._lock:
@@ -354,9 +363,11 @@ class BuildFarm:
             return None
         return BuildResult(manifest["status"], str(entry), hit=True, feedback=manifest.get("feedback", ""))
 
-    def build(self, source: str) -> BuildResult:
+    def build(self, source: str, front: bool = True) -> BuildResult:
         """The cache entry for `source`, building it first on a free build slot unless cached. Never raises for
-        candidate faults: a compile error is a result, a candidate that cannot be built on CPU is `fallback`."""
+        candidate faults: a compile error is a result, a candidate that cannot be built on CPU is `fallback`.
+        front (and the farm's `front`): run the front check first, and answer a compile error it is certain of
+        without building (front.py); in every other case the build runs as without it."""
         t0 = time.monotonic()
         if not self.applies(source):
             return BuildResult("built")
@@ -371,7 +382,12 @@ class BuildFarm:
             with self._lock:
                 slots = self._slots  # released to the semaphore it came from, even across a resize
             with slots:
-                result = self._run(source, key)
+                checked = self._front_check(source) if front and self.front else None
+                if checked is not None and checked.status == "compile_error":
+                    result = self._promote(self.root / ".none", key, "compile_error", checked.feedback)
+                else:
+                    result = self._run(source, key)
+                result.front = checked
         with self._lock:
             self._inflight.pop(key, None)
         result.seconds = time.monotonic() - t0
@@ -407,6 +423,16 @@ class BuildFarm:
             return BuildResult("fallback", feedback=why[-2000:])
         finally:
             sb.cleanup()
+
+    def _front_check(self, source: str) -> FrontResult:
+        with self._lock:  # one checker (it keeps what it learnt of the headers), made by one thread (imports torch)
+            if self._front is None:
+                self._front = FrontCheck(self.arch, min(self.timeout_s, 120.0), self.memory_limit_gb, self._env())
+            front = self._front
+        result = front.check(source)
+        with self._lock:
+            self.front_outcomes[result.status] += 1
+        return result
 
     def _exchange(self, sb: Sandbox) -> Message | None:
         """Start `sb`'s job and wait for its answer, the first message other than `started` and `done`; the worker
@@ -549,7 +575,7 @@ class BuildFarm:
         return {"cache_dir": str(self.root), "builds_started": self.builds_started, "pch_seconds": self.pch_seconds,
                 "bridge": bool(self._bridge and self.bind), "build_modes": dict(self.build_modes),
                 "lean": bool(self._bridge and self.bind and self._lean_table), "pch_probe": self.pch_probe,
-                "build_step_median_s": medians}  # fmt: skip
+                "build_step_median_s": medians, "front_check": dict(self.front_outcomes)}  # fmt: skip
 
     def load_state_dict(self, state: dict) -> None:
         self.builds_started = int(state.get("builds_started", 0))

@@ -1,0 +1,118 @@
+"""The front check (judge/build/front.py) on the realistic mix's CUDA candidates: how fast it answers, against a full
+build attempt of the same code, and whether it ever flags a candidate that builds.
+
+For every CUDA case of `throughput_cases.mix`: the check's status and wall time (a sandboxed job, three nvcc
+processes at once). Then, for `--full` cases (compile errors and buildable ones alternately), a full build attempt
+of the code as written: the host `.cpp` and the `.cu` compiled with torch's own commands (from its ninja writer),
+both at once as ninja runs them, no link. The attempt runs here, not in a sandbox: the mix is ours. On a machine
+whose torch has no CUDA (a CPU wheel), CUDA_HOME is pointed at the nvcc on PATH so the commands can be written;
+nothing built is run.
+
+    python bench/front_check.py [--full 4] [--arch 9.0] [--json out.json] [--exact]
+
+Prints: per flaw, how many checks concluded `compile_error`; the median check latency for compile errors, for the
+buildable ones and for the concluded ones; the false compile errors (must be 0; exit 1 otherwise); the median
+full attempt. A compile error the check does not conclude on is then built as before: its answer takes the check
+plus today's builds. `--exact`: preprocess each candidate's `.cu` instead of keeping the headers' facts (slower,
+the first way the check concludes; both must agree).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import torch.utils.cpp_extension as cpp  # noqa: E402
+from throughput_cases.mix import mix  # noqa: E402
+
+from kernelzero.judge.build.front import FrontCheck, nvcc_command, plan, read_call  # noqa: E402
+from kernelzero.judge.build.headers import host_compile  # noqa: E402
+
+
+def full_attempt(source: str, arch: str) -> tuple[float, bool]:
+    """(seconds, compiled) of one build attempt of the code as written: main.cpp and cuda.cu at once."""
+    a = read_call(source)
+    planned = plan(a)
+    assert not isinstance(planned, str), planned
+    _, plain, extra = planned
+    cpp_sources = [a["cpp_sources"]] if isinstance(a["cpp_sources"], str) else list(a["cpp_sources"])
+    functions = a["functions"] if isinstance(a["functions"], list) else [a["functions"]]
+    main = ["#include <torch/extension.h>", *cpp_sources, "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {",
+            *[f'm.def("{f}", torch::wrap_pybind_function({f}), "{f}");' for f in functions], "}"]  # fmt: skip
+    nvcc, cuda_flags = nvcc_command(list(a["extra_cflags"] or []), extra, arch)
+    cxx, cflags = host_compile(list(a["extra_cflags"] or []), True)
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "main.cpp").write_text("\n".join(main))
+        Path(d, "cuda.cu").write_text(plain)
+        name = ["-DTORCH_EXTENSION_NAME=kz_bench"]
+        cmds = [[cxx, *name, *cflags, "-c", "main.cpp", "-o", "main.o"],
+                [nvcc, *name, *cuda_flags, "-c", "cuda.cu", "-o", "cuda.cuda.o"]]  # fmt: skip
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(2) as ex:
+            rcs = list(ex.map(lambda c: subprocess.run(c, cwd=d, capture_output=True).returncode, cmds))
+        return time.monotonic() - t0, all(rc == 0 for rc in rcs)
+
+
+def med(xs: list[float]) -> float | None:
+    return round(statistics.median(xs), 2) if xs else None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--full", type=int, default=4, help="full build attempts to time (0: none)")
+    ap.add_argument("--arch", default="9.0")
+    ap.add_argument("--json", default=None, help="also write the figures here")
+    ap.add_argument("--exact", action="store_true", help="preprocess each candidate's .cu (no header facts kept)")
+    args = ap.parse_args()
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", args.arch)  # torch's writer needs it for the full attempt's flags
+    if cpp.CUDA_HOME is None and shutil.which("nvcc"):
+        cpp.CUDA_HOME = str(Path(shutil.which("nvcc")).resolve().parents[1])  # a CPU wheel: compile, never run
+    check = FrontCheck(arch=args.arch, max_headers=0 if args.exact else 64)
+    cases = mix("cuda")
+    rows = []
+    for c in cases:
+        r = check.check(c.source)
+        rows.append({"name": c.name, "kind": c.kind, "flaw": c.flaw, "status": r.status, "seconds": r.seconds,
+                     "why": r.why})  # fmt: skip
+        print(f"{c.name:28s} {c.flaw or '-':24s} {r.status:13s} {r.seconds:6.2f} s {r.why}", flush=True)
+    errors = [r for r in rows if r["kind"] == "compile"]
+    buildable = [r for r in rows if r["kind"] != "compile"]
+    concluded = [r for r in errors if r["status"] == "compile_error"]
+    false = [r["name"] for r in buildable if r["status"] == "compile_error"]
+    figures = {
+        "compile_errors": len(errors), "concluded": len(concluded),
+        "concluded_by_flaw": dict(Counter(r["flaw"] for r in concluded)),
+        "statuses": dict(Counter(r["status"] for r in rows)),
+        "check_median_s_compile_errors": med([r["seconds"] for r in errors]),
+        "check_median_s_concluded": med([r["seconds"] for r in concluded]),
+        "check_median_s_buildable": med([r["seconds"] for r in buildable]),
+        "false_compile_errors": false, "buildable": len(buildable),
+    }  # fmt: skip
+    if args.full:
+        sample = [c for pair in zip([c for c in cases if c.kind == "compile"], [c for c in cases if c.kind == "ok"])
+                  for c in pair][: args.full]  # fmt: skip
+        attempts = [full_attempt(c.source, args.arch) for c in sample]
+        for c, (s, ok) in zip(sample, attempts):
+            print(f"full attempt {c.name:28s} {s:6.2f} s {'compiled' if ok else 'failed'}", flush=True)
+            assert ok == (c.kind != "compile"), (c.name, ok)
+        figures["full_attempt_median_s"] = med([s for s, _ in attempts])
+    print(json.dumps(figures, indent=1))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"figures": figures, "rows": rows}, indent=1))
+    return 1 if false else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

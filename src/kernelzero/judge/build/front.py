@@ -1,0 +1,417 @@
+"""The front check: a CUDA candidate's undeclared identifiers found in seconds, before the build farm's full build.
+
+A build of a KernelBench-style `load_inline` call parses all of torch (tens of seconds of nvcc and host compiles),
+and a compile error pays that once per build trick tried (farm.py). The front check reads the call from the
+candidate's source without running it (`read_call`: literals only) and compiles the split's torch-free device TU
+(split.py) with nvcc's front end only (`-fdevice-syntax-only`, the build's own nvcc flags): about a second. Only
+when nvcc finds an undefined identifier there, the plain build's `.cu` is looked at: its headers (torch's, CUDA's,
+the candidate's leading includes) preprocessed once with their macros (`HeaderFacts`, kept per header prefix), or,
+where the candidate's code could make identifiers the headers do not hold (an include after code, `##`, a pasting
+macro of the headers such as TORCH_CHECK), the candidate's whole `.cu` preprocessed (`nvcc -E`). Each both in the
+host pass and with `__CUDA_ARCH__` defined for the device pass, at once. It runs in a sandbox like every build (the
+source is untrusted; only flags that load nothing are passed on).
+
+Contract: `compile_error` only when the farm's build would certainly fail; it is then the farm's result at once,
+with nvcc's message. Everything else (`passed`, `unsure`, `skipped`) lets the normal build run exactly as before.
+The one error it concludes on is `identifier "X" is undefined` in the candidate's device code, and only when X
+appears in both preprocessed texts of the plain `.cu` exactly as often as on the lines nvcc flagged (or, from the
+headers' facts: the headers never name X, the candidate's code names it only there, and no macro on those lines
+or pasting macro anywhere in its code could change that: `conclude_from_headers`). Then:
+- the split builds (`split+bind`, `split+lean`, `split+pch`, `split`) compile this very device TU with these flags,
+  so they fail on the same error;
+- the plain build fails too: its TU declares X nowhere (a declaration needs the name in the preprocessed text: not
+  in torch's or CUDA's headers, not in the candidate's host code), and the flagged code is compiled there (in the
+  preprocessed text, the same item word for word: split.py moves whole items, and code with conditional or #line
+  directives, or `__CUDA_ARCH__`, is not checked), so it reports the same undefined identifier.
+Any other error (syntax, conversions: their meaning can depend on the headers around them, and the host TU is not
+checked), a fatal error, a timeout or a compiler that cannot be run is `unsure`.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelzero.judge.build.split import split
+from kernelzero.judge.sandbox.process import _PRELUDE, Sandbox, _spawner
+
+# Flags the check passes on (they change no file but the output, load no code); any other flag: `skipped`.
+_SAFE_FLAG = re.compile(r"-O[0-3s]?|-[DU]\w+(=[\w.]*)?|--?use_fast_math|-lineinfo|-std=c\+\+\d\w|-g|"
+                        r"--expt-relaxed-constexpr|--expt-extended-lambda|-Xptxas=?-O[0-3]|-w|-Wall")  # fmt: skip
+# Module-level statements allowed before the call: they cannot fail or change what load_inline is.
+_SAFE_IMPORTS = {"torch", "torch.nn", "torch.nn.functional", "math", "torch.utils.cpp_extension"}
+_UNDEFINED = re.compile(r'^(?P<file>\S+?)\((?P<line>\d+)\): error: identifier "(?P<name>\w+)" is undefined$')
+_ERROR = re.compile(r"\berror\b")
+_DIRECTIVE = re.compile(r"^\s*#\s*(?!(include|define|undef|pragma)\b)", re.M)
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?P<name>\w+)(?P<body>.*)$", re.M)
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_SHADOWS = {"load_inline", "torch"}  # names a statement before the call must not rebind
+_COUNT = re.compile(r"^\d+ errors? detected in the compilation of ")
+
+
+@dataclass
+class FrontResult:
+    """`compile_error` (the plain build certainly fails: `feedback` is nvcc's message), `passed` (no error seen),
+    `unsure` (an error it cannot conclude on, or the check itself failed: `why`) or `skipped` (does not apply)."""
+
+    status: str
+    feedback: str = ""
+    why: str = ""
+    seconds: float = 0.0
+
+
+def read_call(source: str) -> dict | None:
+    """The keyword arguments of the candidate's first `load_inline` call, read without running anything; None unless
+    that call is a top-level statement whose arguments are literals or names bound once to literals, and every
+    statement before it is a safe import, a literal assignment or an undecorated function definition (so importing
+    the module reaches the call and makes it exactly as read)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    stores: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            return None
+    consts: dict[str, object] = {}
+    imported: set[str] = set()
+    for stmt in tree.body:
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+        if isinstance(value, ast.Call) and _is_load_inline(value.func, imported):
+            return _arguments(value, consts, stores)
+        bound = {a.asname or a.name for a in getattr(stmt, "names", [])} if isinstance(stmt, ast.ImportFrom) else set()
+        bound |= {a.asname for a in stmt.names if a.asname} if isinstance(stmt, ast.Import) else set()
+        bound |= {stmt.name} if isinstance(stmt, ast.FunctionDef) else set()
+        bound |= {t.id for t in getattr(stmt, "targets", []) if isinstance(t, ast.Name)}
+        if bound & _SHADOWS and not (isinstance(stmt, ast.ImportFrom) and stmt.module == "torch.utils.cpp_extension"):
+            return None
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            try:
+                consts[stmt.targets[0].id] = ast.literal_eval(stmt.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+                return None
+        elif isinstance(stmt, ast.Import) and all(a.name in _SAFE_IMPORTS for a in stmt.names):
+            continue
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module in _SAFE_IMPORTS and stmt.level == 0:
+            for a in stmt.names:  # only load_inline itself may be taken from cpp_extension, under its own name
+                if stmt.module == "torch.utils.cpp_extension" and (a.name, a.asname) != ("load_inline", None):
+                    return None
+                imported.add(a.asname or a.name)
+        elif isinstance(stmt, ast.FunctionDef) and not stmt.decorator_list and not stmt.args.defaults:
+            continue
+        elif not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):  # a docstring
+            return None
+    return None
+
+
+def _is_load_inline(func: ast.expr, imported: set[str]) -> bool:
+    if isinstance(func, ast.Name):
+        return func.id == "load_inline" and "load_inline" in imported
+    return ast.unparse(func) == "torch.utils.cpp_extension.load_inline"
+
+
+def _arguments(call: ast.Call, consts: dict, stores: dict[str, int]) -> dict | None:
+    import torch.utils.cpp_extension as cpp
+
+    def value(node: ast.expr) -> object:
+        if isinstance(node, ast.Name):
+            if stores.get(node.id) != 1 or node.id not in consts:
+                raise ValueError(node.id)
+            return consts[node.id]
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [value(e) for e in node.elts]
+        return ast.literal_eval(node)
+
+    try:
+        args = [value(a) for a in call.args]
+        kwargs = {k.arg: value(k.value) for k in call.keywords if k.arg is not None}
+        if len(kwargs) != len(call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        bound = inspect.signature(cpp.load_inline).bind(*args, **kwargs)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return None
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _as_list(sources: object) -> list[str] | None:
+    items = [sources] if isinstance(sources, str) else list(sources or []) if isinstance(sources, list) else None
+    return items if items is not None and all(isinstance(s, str) for s in items) else None
+
+
+def nvcc_command(extra_cflags: list[str], extra_cuda_cflags: list[str], arch: str) -> tuple[str, list[str]]:
+    """(nvcc, its flags) as torch's ninja file names them for a load_inline `.cu` built for `arch` (the farm's
+    TORCH_CUDA_ARCH_LIST: a single `-gencode` for it, as torch writes it), without `-DTORCH_EXTENSION_NAME`."""
+    import torch.utils.cpp_extension as cpp
+
+    sm = arch.replace(".", "")
+    writer = cpp._write_ninja_file_to_build_library
+    with tempfile.TemporaryDirectory() as d:
+        kwargs = {"path": f"{d}/build.ninja", "name": "kz_front", "sources": [f"{d}/cuda.cu"],
+                  "extra_cflags": extra_cflags, "extra_sycl_cflags": [], "extra_ldflags": [],
+                  "extra_cuda_cflags": [*extra_cuda_cflags, f"-gencode=arch=compute_{sm},code=sm_{sm}"],
+                  "extra_include_paths": [], "with_cuda": True, "with_sycl": False, "is_standalone": False}  # fmt: skip
+        params = inspect.signature(writer).parameters
+        writer(**{k: v for k, v in kwargs.items() if k in params})
+        lines = Path(d, "build.ninja").read_text().splitlines()
+
+    def var(name: str) -> list[str]:
+        found = next((line for line in lines if line.startswith(f"{name} = ")), f"{name} = ")
+        return shlex.split(found[len(name) + 3 :])
+
+    flags = [f for f in var("cuda_cflags") + var("cuda_post_cflags") if not f.startswith("-DTORCH_EXTENSION_NAME=")]
+    return " ".join(var("nvcc")), flags
+
+
+def plan(a: dict) -> tuple[str, str, list[str]] | str:
+    """(the split's device TU, the `.cu` the plain build writes, extra nvcc flags) for load_inline arguments `a`, or
+    why the check does not apply."""
+    cpp_sources, cuda_sources = _as_list(a["cpp_sources"]), _as_list(a["cuda_sources"])
+    if not cuda_sources or cpp_sources is None:
+        return "no cuda_sources"
+    if a["no_implicit_headers"] or a["use_pch"] or a["sycl_sources"] or a["extra_include_paths"]:
+        return "headers or include paths of its own"
+    flags = [*(a["extra_cflags"] or []), *(a["extra_cuda_cflags"] or [])]
+    if not all(isinstance(f, str) and _SAFE_FLAG.fullmatch(f) for f in flags):
+        return "a flag the check does not pass on"
+    if any("__CUDA_ARCH__" in s for s in cuda_sources):
+        return "code that differs between nvcc's passes"
+    if any(_DIRECTIVE.search(s) for s in cuda_sources):  # #if, #line...: lines that differ between the two TUs
+        return "a preprocessor directive other than include, define, undef or pragma"
+    parts = split(cpp_sources, cuda_sources)
+    if parts is None:
+        return "the split does not apply"
+    plain = "\n".join(["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>", *cuda_sources])
+    return parts[1][0], plain, list(a["extra_cuda_cflags"] or [])
+
+
+def _flagged(device_rc: int, device_log: str, device_tu: str) -> FrontResult | dict[str, tuple[int, list[str]]]:
+    """From the device TU's check (exit code, nvcc's output): `passed`, `unsure`, or each undefined identifier with
+    how often it occurs on the lines nvcc flagged, and those lines."""
+    if device_rc == 0:
+        return FrontResult("passed")
+    if device_rc < 0:  # the check itself did not finish
+        return FrontResult("unsure", why=device_log[-300:])
+    errors = [line for line in device_log.splitlines() if _ERROR.search(line) and not _COUNT.match(line)]
+    found = [_UNDEFINED.match(line) for line in errors]
+    if not errors or not all(m and m["file"] == "device.cu" for m in found):
+        return FrontResult("unsure", why="an error the check does not conclude on")
+    lines = device_tu.splitlines()
+    at: dict[str, set[int]] = {}
+    for m in found:
+        at.setdefault(m["name"], set()).add(int(m["line"]))
+    flagged = {}
+    for name, numbers in at.items():
+        text = [lines[i - 1] for i in sorted(numbers) if 0 < i <= len(lines)]
+        uses = sum(len(_word(name).findall(line)) for line in text)
+        if uses == 0:
+            return FrontResult("unsure", why=f"{name} is not on the line nvcc flagged")
+        flagged[name] = (uses, text)
+    return flagged
+
+
+def _word(name: str) -> re.Pattern:
+    return re.compile(rf"\b{re.escape(name)}\b")
+
+
+def _certain(device_log: str) -> FrontResult:
+    feedback = "\n".join(line for line in device_log.splitlines() if "warning" not in line)
+    return FrontResult("compile_error", feedback=f"Error building extension (front check):\n{feedback}"[-6000:])
+
+
+def conclude(device_rc: int, device_log: str, device_tu: str, preprocessed: list[str] | None) -> FrontResult:
+    """The verdict from the device TU's check and the plain `.cu` preprocessed (one text per pass; None: not
+    preprocessed): certain when each undefined identifier occurs there exactly as often as on the flagged lines."""
+    flagged = _flagged(device_rc, device_log, device_tu)
+    if isinstance(flagged, FrontResult):
+        return flagged
+    if preprocessed is None:
+        return FrontResult("unsure", why="the plain .cu was not preprocessed")
+    for name, (uses, _) in flagged.items():
+        if any(len(_word(name).findall(text)) != uses for text in preprocessed):
+            return FrontResult("unsure", why=f"{name} appears elsewhere in the plain build's translation unit")
+    return _certain(device_log)
+
+
+@dataclass(frozen=True)
+class HeaderFacts:
+    """What the headers of a plain `.cu` (torch's, CUDA's, the candidate's leading includes) hold, from their text
+    preprocessed with `-dD` (macro definitions kept), both passes: every identifier, every macro name, and the
+    macros that can paste tokens into new identifiers (`##` in their body, or reaching such a macro)."""
+
+    identifiers: frozenset[str]
+    macros: frozenset[str]
+    pasting: frozenset[str]
+
+    @classmethod
+    def parse(cls, texts: list[str]) -> HeaderFacts:
+        bodies: dict[str, str] = {}
+        for text in texts:
+            for m in _DEFINE.finditer(text):
+                bodies[m["name"]] = bodies.get(m["name"], "") + " " + (m["body"] or "")
+        pasting = {name for name, body in bodies.items() if "##" in body}
+        grew = True
+        while grew:  # a macro whose body names a pasting macro pastes too
+            more = {n for n, body in bodies.items() if n not in pasting and pasting & set(_IDENT.findall(body))}
+            pasting |= more
+            grew = bool(more)
+        identifiers = frozenset(i for text in texts for i in _IDENT.findall(text))
+        return cls(identifiers, frozenset(bodies), frozenset(pasting))
+
+    def pastes(self, code: str) -> bool:
+        """Does `code` name a macro that may paste (then its preprocessed text may hold identifiers it does not)?"""
+        return not self.pasting.isdisjoint(_IDENT.findall(code))
+
+
+def split_includes(cuda_text: str) -> tuple[str, str] | None:
+    """(the leading `#include` lines, the rest) of the candidate's `.cu` code, or None when the rest includes or
+    pastes (`##`): then its identifiers are not bounded by the headers' and its own text (`conclude_from_headers`)."""
+    lines = cuda_text.split("\n")
+    k = 0
+    while k < len(lines) and (not lines[k].strip() or re.match(r"\s*#\s*include\b", lines[k])):
+        k += 1
+    head, rest = "\n".join(lines[:k]), "\n".join(lines[k:])
+    return None if re.search(r"#\s*include\b", rest) or "##" in rest else (head, rest)
+
+
+def conclude_from_headers(device_rc: int, device_log: str, device_tu: str, cuda_text: str, rest: str,
+                          facts: HeaderFacts) -> FrontResult:  # fmt: skip
+    """As `conclude`, without preprocessing the candidate: the plain `.cu` is the headers then `rest` (the candidate's
+    code after its leading includes, no include or `##` in it). Its preprocessed text holds an identifier only where
+    the headers do (`facts`), where `rest` has it word for word, or where a macro pastes one. So an undefined X is
+    certain when the headers never name X, the candidate's code names it only on the flagged lines, no identifier of
+    `rest` is a pasting macro, and no identifier on the flagged lines is a macro (so that code expands as written)."""
+    flagged = _flagged(device_rc, device_log, device_tu)
+    if isinstance(flagged, FrontResult):
+        return flagged
+    if facts.pastes(rest):
+        return FrontResult(
+            "unsure", why=f"{sorted(facts.pasting & set(_IDENT.findall(rest)))[0]} may paste identifiers"
+        )
+    for name, (uses, text) in flagged.items():
+        if name in facts.identifiers or len(_word(name).findall(cuda_text)) != uses:
+            return FrontResult("unsure", why=f"{name} appears elsewhere in the plain build's translation unit")
+        macros = {i for line in text for i in _IDENT.findall(line)} & facts.macros
+        if macros:
+            return FrontResult("unsure", why=f"{sorted(macros)[0]} on a flagged line is a macro")
+    return _certain(device_log)
+
+
+@dataclass
+class FrontCheck:
+    """Runs the check for the farm: one sandboxed job per candidate (nvcc on the device TU, then, for an undefined
+    identifier, the preprocessing). Keeps the `HeaderFacts` of each header prefix it has seen (a few candidates'
+    worth of include lines), so that in the common case a certain error costs the device TU's check alone."""
+
+    arch: str = "9.0"
+    timeout_s: float = 60.0
+    memory_limit_gb: float = 16.0
+    extra_env: dict | None = None
+    max_headers: int = 64  # header prefixes whose facts are kept (0: preprocess each candidate's `.cu` instead)
+
+    def __post_init__(self) -> None:
+        self._facts: dict[str, HeaderFacts] = {}
+        self._lock = threading.Lock()
+
+    def check(self, source: str) -> FrontResult:
+        """The front check of `source`'s first load_inline call (never raises for the candidate's faults)."""
+        import torch.utils.cpp_extension as cpp
+
+        t0 = time.monotonic()
+        if cpp.CUDA_HOME is None:
+            return FrontResult("skipped", why="no CUDA toolkit")
+        a = read_call(source)
+        planned = "its load_inline call cannot be read" if a is None else plan(a)
+        if isinstance(planned, str):
+            return FrontResult("skipped", why=planned, seconds=round(time.monotonic() - t0, 3))
+        device_tu, plain, extra = planned
+        nvcc, flags = nvcc_command(list(a["extra_cflags"] or []), extra, self.arch)
+        cuda_text = plain.split("\n", 3)[3]
+        parts = split_includes(cuda_text) if self.max_headers > 0 else None
+        key = json.dumps([nvcc, flags, self.arch, parts[0] if parts else None])
+        with self._lock:
+            facts = self._facts.get(key) if parts else None
+        if parts is not None and facts is not None and facts.pastes(parts[1]):
+            parts = None  # a macro of these headers in this code may paste: preprocess the candidate's own `.cu`
+        if parts is not None:
+            prefix = None if facts is not None else "\n".join([*plain.split("\n")[:3], parts[0]])
+            rc, log, texts = self._run(nvcc, flags, device_tu, prefix, macros=True)
+            if facts is None and texts is not None:
+                facts = HeaderFacts.parse(texts)
+                with self._lock:
+                    while len(self._facts) >= self.max_headers:
+                        self._facts.pop(next(iter(self._facts)))
+                    self._facts[key] = facts
+            if facts is None:  # passed, or unsure (nothing preprocessed)
+                result = conclude(rc, log, device_tu, None)
+            elif not facts.pastes(parts[1]):
+                result = conclude_from_headers(rc, log, device_tu, cuda_text, parts[1], facts)
+            else:  # the headers were new, and pasting: as above
+                parts = None
+        if parts is None:
+            rc, log, texts = self._run(nvcc, flags, device_tu, plain, macros=False)
+            result = conclude(rc, log, device_tu, texts)
+        result.seconds = round(time.monotonic() - t0, 3)
+        return result
+
+    def _run(self, nvcc: str, flags: list[str], device_tu: str, preprocess: str | None,
+             macros: bool) -> tuple[int, str, list[str] | None]:  # fmt: skip
+        """(nvcc's exit code and output on the device TU, `preprocess` preprocessed in both passes, with `-dD` when
+        `macros`, or None when not asked, not needed (no undefined identifier) or failed). A timeout or a check that
+        cannot run is exit code -1, which no conclusion takes for certain."""
+        sb = Sandbox(job={}, device="cpu", memory_limit_gb=self.memory_limit_gb, extra_env=dict(self.extra_env or {}))
+        s = sb.scratch
+        (s / "device.cu").write_text(device_tu)
+        sm = self.arch.replace(".", "")
+        device = [nvcc, *flags, "-fdevice-syntax-only", "-c", "device.cu", "-o", "device.o"]
+        common = [nvcc, *flags, "-E", *(["-Xcompiler", "-dD"] if macros else [])]
+        passes = {"host": [*common, "plain.cu", "-o", "host.ii"],
+                  "dev": [*common, f"-D__CUDA_ARCH__={sm}0", "-DCUDA_DOUBLE_MATH_FUNCTIONS", "plain.cu", "-o",
+                          "dev.ii"]} if preprocess is not None else {}  # fmt: skip
+        if preprocess is not None:
+            (s / "plain.cu").write_text(preprocess)
+        kb = int(self.memory_limit_gb * 2**20)
+        # the device TU first; only an undefined identifier in it needs the preprocessing (both passes at once)
+        script = f"ulimit -c 0; ulimit -v {kb}; cd {shlex.quote(str(s))}\n"
+        script += f"{shlex.join(device)} > device.log 2>&1; echo $? > device.rc\n"
+        script += "grep -q '^device.cu([0-9]*): error: identifier \".*\" is undefined$' device.log || exit 0\n"
+        script += "".join(f"({shlex.join(c)} > {k}.log 2>&1; echo $? > {k}.rc) &\n" for k, c in passes.items())
+        script += "wait\n"
+        cmd = ["sh", "-c", script]
+        if sb.isolation == "namespaces":
+            cmd = ["unshare", "--pid", "--fork", "--net", "--mount", "--kill-child", "--mount-proc",
+                   "sh", "-c", _PRELUDE, "kz-prelude", *cmd]  # fmt: skip
+        proc = None
+        try:
+            quiet = subprocess.DEVNULL
+            proc = _spawner().popen(cmd, stdin=quiet, stdout=quiet, stderr=quiet, env=sb._env(), cwd=s,
+                                    start_new_session=True)  # fmt: skip
+            proc.wait(timeout=self.timeout_s)
+            device_rc = int((s / "device.rc").read_text().strip() or -1)
+            log = (s / "device.log").read_text(errors="replace")
+            done = passes and all((s / f"{k}.rc").is_file() and (s / f"{k}.rc").read_text().strip() == "0"
+                                  for k in passes)  # fmt: skip
+            return device_rc, log, [(s / f"{k}.ii").read_text(errors="replace") for k in passes] if done else None
+        except (subprocess.TimeoutExpired, OSError, ValueError) as exc:  # the check's own failure: build as usual
+            return -1, f"the front check did not finish: {type(exc).__name__}: {exc}", None
+        finally:
+            if proc is not None and proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+            sb.cleanup()

@@ -1,0 +1,92 @@
+"""The front check (judge/build/front.py) with the real nvcc, on the realistic mix's CUDA candidates.
+
+What this proves on CPU (nvcc compiles here; nothing built runs): the two device-side compile errors of the mix (an
+undeclared identifier, a helper never defined) are answered `compile_error` with nvcc's message; the host-side ones
+(a missing semicolon, a tensor passed for a pointer) are not concluded, and go to the normal build; buildable
+candidates of every kind pass (a sample: bench/front_check.py runs all 45); a candidate the check cannot read
+is built as before, and a certain error is the farm's result without a build. Where torch is a CPU wheel its
+CUDA_HOME is None: the tests point it at the nvcc on PATH (they compile, never run).
+"""
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelzero.judge.build.farm import BuildFarm, BuildResult
+from kernelzero.judge.build.front import FrontCheck, FrontResult
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+from throughput_cases.mix import mix  # noqa: E402
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+CASES = mix("cuda")
+
+
+def first(kind: str, flaw: str = "", op: str = "") -> str:
+    return next(c.source for c in CASES if c.kind == kind and c.flaw == flaw and op in c.name)
+
+
+@pytest.fixture(scope="module")
+def check():
+    import torch.utils.cpp_extension as cpp
+
+    saved = cpp.CUDA_HOME
+    if saved is None:
+        cpp.CUDA_HOME = str(Path(shutil.which("nvcc")).resolve().parents[1])
+    yield FrontCheck(arch="9.0", timeout_s=120)
+    cpp.CUDA_HOME = saved
+
+
+@pytest.mark.parametrize(
+    "flaw, op, name",
+    [("undeclared identifier", "", "blockDimx"), ("undefined helper", "softmax", "fast_exp")],
+)
+def test_device_errors_are_answered_with_nvccs_message(check, flaw, op, name):
+    r = check.check(first("compile", flaw, op))
+    assert r.status == "compile_error", r.why
+    assert f'error: identifier "{name}" is undefined' in r.feedback and r.feedback.startswith("Error building")
+
+
+@pytest.mark.parametrize("flaw", ["missing semicolon", "tensor for a pointer"])
+def test_host_errors_are_left_to_the_build(check, flaw):
+    # the device TU is clean: the check passes, and the build (today's path) finds the error
+    assert check.check(first("compile", flaw)).status == "passed"
+
+
+@pytest.mark.parametrize(
+    "kind, flaw, op",
+    [
+        ("ok", "", "softmax"),
+        ("ok", "", "gelu"),
+        ("wrong", "skips the last element", ""),
+        ("hang", "kernel never ends", ""),
+    ],
+)
+def test_buildable_candidates_pass(check, kind, flaw, op):
+    r = check.check(first(kind, flaw, op))
+    assert (r.status, r.feedback) == ("passed", "")
+
+
+def test_a_call_it_cannot_read_is_skipped(check):
+    src = first("compile", "undeclared identifier").replace('cuda_src = r"""', 'cuda_src = str(r"""', 1)
+    src = src.replace('"""\next = ', '""")\next = ', 1)
+    r = check.check(src)
+    assert r.status == "skipped" and r.why == "its load_inline call cannot be read"
+
+
+def test_the_farm_answers_a_certain_error_without_building(tmp_path, monkeypatch):
+    farm = BuildFarm(str(tmp_path), workers=1, pch=False)
+    ran = []
+    monkeypatch.setattr(farm, "_run", lambda source, key: ran.append(key) or BuildResult("built", "x"))
+    verdicts = {"certain": FrontResult("compile_error", feedback="Error building extension: nvcc says"),
+                "unsure": FrontResult("unsure", why="a syntax error")}  # fmt: skip
+    monkeypatch.setattr(farm, "_front_check", lambda source: verdicts[source.split()[-1]])
+    certain = farm.build("load_inline certain")
+    assert (certain.status, certain.feedback, ran) == ("compile_error", "Error building extension: nvcc says", [])
+    assert certain.front is verdicts["certain"] and farm.build("load_inline certain").hit  # cached as a build's
+    unsure = farm.build("load_inline unsure")
+    assert unsure.status == "built" and ran == [farm.key("load_inline unsure")] and unsure.front.status == "unsure"
+    off = farm.build("load_inline certain but off", front=False)
+    assert off.status == "built" and off.front is None and len(ran) == 2
