@@ -103,10 +103,12 @@ def main() -> int:
     if args.full:
         sample = [c for pair in zip([c for c in cases if c.kind == "compile"], [c for c in cases if c.kind == "ok"])
                   for c in pair][: args.full]  # fmt: skip
-        attempts = [full_attempt(c.source, args.arch) for c in sample]
-        for c, (s, ok) in zip(sample, attempts):
+        attempts = []
+        for c in sample:
+            s, ok = full_attempt(c.source, args.arch)
             print(f"full attempt {c.name:28s} {s:6.2f} s {'compiled' if ok else 'failed'}", flush=True)
             assert ok == (c.kind != "compile"), (c.name, ok)
+            attempts.append((s, ok))
         figures["full_attempt_median_s"] = med([s for s, _ in attempts])
     print(json.dumps(figures, indent=1))
     if args.json:

@@ -88,6 +88,7 @@ def test_the_module_path_form_is_read_too():
         ),
         ({"cuda_sources": "template <int B> __global__ void k() {}\n" + CUDA}, "the split does not apply"),
         ({"cuda_sources": None}, "no cuda_sources"),
+        ({"with_cuda": False}, "cuda_sources built without CUDA"),
         (
             {"cuda_sources": "#if 1\n#endif\n" + CUDA},
             "a preprocessor directive other than include, define, undef or pragma",

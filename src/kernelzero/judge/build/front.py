@@ -3,13 +3,13 @@
 A build of a KernelBench-style `load_inline` call parses all of torch (tens of seconds of nvcc and host compiles),
 and a compile error pays that once per build trick tried (farm.py). The front check reads the call from the
 candidate's source without running it (`read_call`: literals only) and compiles the split's torch-free device TU
-(split.py) with nvcc's front end only (`-fdevice-syntax-only`, the build's own nvcc flags): about a second. Only
-when nvcc finds an undefined identifier there, the plain build's `.cu` is looked at: its headers (torch's, CUDA's,
-the candidate's leading includes) preprocessed once with their macros (`HeaderFacts`, kept per header prefix), or,
-where the candidate's code could make identifiers the headers do not hold (an include after code, `##`, a pasting
-macro of the headers such as TORCH_CHECK), the candidate's whole `.cu` preprocessed (`nvcc -E`). Each both in the
-host pass and with `__CUDA_ARCH__` defined for the device pass, at once. It runs in a sandbox like every build (the
-source is untrusted; only flags that load nothing are passed on).
+(split.py) with nvcc's device front end only (`-fdevice-syntax-only -cubin`, the build's own nvcc flags): about a
+second. Only when nvcc finds an undefined identifier there, the plain build's `.cu` is looked at: its headers
+(torch's, CUDA's, the candidate's leading includes) preprocessed once with their macros (`HeaderFacts`, kept per
+header prefix), or, where the candidate's code could make identifiers the headers do not hold (an include after
+code, `##`, a pasting macro of the headers such as TORCH_CHECK), the candidate's whole `.cu` preprocessed (`nvcc
+-E`). Each both in the host pass and with `__CUDA_ARCH__` defined for the device pass, at once. It runs in a
+sandbox like every build (the source is untrusted; only flags that load nothing are passed on).
 
 Contract: `compile_error` only when the farm's build would certainly fail; it is then the farm's result at once,
 with nvcc's message. Everything else (`passed`, `unsure`, `skipped`) lets the normal build run exactly as before.
@@ -182,6 +182,8 @@ def plan(a: dict) -> tuple[str, str, list[str]] | str:
     cpp_sources, cuda_sources = _as_list(a["cpp_sources"]), _as_list(a["cuda_sources"])
     if not cuda_sources or cpp_sources is None:
         return "no cuda_sources"
+    if a["with_cuda"] is False:
+        return "cuda_sources built without CUDA"
     if a["no_implicit_headers"] or a["use_pch"] or a["sycl_sources"] or a["extra_include_paths"]:
         return "headers or include paths of its own"
     flags = [*(a["extra_cflags"] or []), *(a["extra_cuda_cflags"] or [])]
@@ -376,7 +378,8 @@ class FrontCheck:
         s = sb.scratch
         (s / "device.cu").write_text(device_tu)
         sm = self.arch.replace(".", "")
-        device = [nvcc, *flags, "-fdevice-syntax-only", "-c", "device.cu", "-o", "device.o"]
+        # the device pass alone (-cubin: no host pass, whose compile of the stubs took most of a clean check)
+        device = [nvcc, *flags, "-fdevice-syntax-only", "-cubin", "device.cu", "-o", "device.cubin"]
         common = [nvcc, *flags, "-E", *(["-Xcompiler", "-dD"] if macros else [])]
         passes = {"host": [*common, "plain.cu", "-o", "host.ii"],
                   "dev": [*common, f"-D__CUDA_ARCH__={sm}0", "-DCUDA_DOUBLE_MATH_FUNCTIONS", "plain.cu", "-o",
