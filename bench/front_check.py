@@ -15,6 +15,13 @@ buildable ones and for the concluded ones; the false compile errors (must be 0; 
 full attempt. A compile error the check does not conclude on is then built as before: its answer takes the check
 plus today's builds. `--exact`: preprocess each candidate's `.cu` instead of keeping the headers' facts (slower,
 the first way the check concludes; both must agree).
+
+Measured 2026-12-04 on the 2-core dev CPU (no GPU, nvcc 13.0, torch 2.13 CPU wheel; other jobs ran, load 4-8):
+9 of the 19 compile errors concluded (every undeclared identifier and undefined helper; the missing semicolons
+and tensors passed for pointers are left to the build), check median 0.48 s for those (the first one 10 s: it
+preprocesses torch's headers once), 0.57 s for the 45 buildable candidates, 0 false compile errors; `--exact`
+agreed on all 64 (concluded median 9.0 s). A full build attempt of the code as written took 114 s (an error) and
+144 s (ok) at load 8.
 """
 
 from __future__ import annotations
