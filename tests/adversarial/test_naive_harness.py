@@ -18,6 +18,7 @@ import textwrap
 
 import pytest
 from corpus import ROOT, entries, inline_extensions, nvcc_available, nvcc_check
+from naive_forkserver import ForkServer
 
 REPO = ROOT.parent.parent
 STATUSES = {"rejected", "incorrect", "infra_error"}  # infra_error: a degenerate task, left out of rewards
@@ -51,23 +52,44 @@ CPU_LEGIT = [pytest.param(e, id=e.name) for e in LEGIT if e.BACKEND == "triton"]
 
 
 def run_naive(entry, *extra: str, timeout: float = 300) -> dict:
-    """The naive harness on one corpus file, in a fresh interpreter. Returns its result record. HOME and TMPDIR are
-    a fresh directory per run: the disk-cache cases write there, never into this machine's ~/.cache or /tmp."""
+    """The naive harness on one corpus file, in a process of its own. Returns its result record. HOME and TMPDIR are
+    a fresh directory per run: the disk-cache cases write there, never into this machine's ~/.cache or /tmp.
+
+    Interpreter runs are forked from the module's server, which has torch and Triton imported (naive_forkserver.py
+    says what the child shares with a fresh interpreter); GPU runs start a fresh interpreter."""
     home = tempfile.mkdtemp(prefix="kz-naive-")
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO / "src"), "PYTHONHASHSEED": "0",
-           "HOME": home, "TMPDIR": home}  # fmt: skip
-    if entry.BACKEND == "cuda" or "--gpu" in extra:  # real GPU builds, no interpreter
-        env.pop("TRITON_INTERPRET")
-    args = [a for a in extra if a != "--gpu"]
-    cmd = [sys.executable, str(ROOT / "naive_harness.py"), str(entry.task_path), str(entry.path),
-           "--backend", entry.BACKEND, *args]  # fmt: skip
+    args = [str(entry.task_path), str(entry.path), "--backend", entry.BACKEND, *(a for a in extra if a != "--gpu")]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT, check=False)
+        if entry.BACKEND == "cuda" or "--gpu" in extra:  # real GPU builds, no interpreter
+            env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "PYTHONHASHSEED": "0", "HOME": home, "TMPDIR": home}
+            env.pop("TRITON_INTERPRET", None)
+            proc = subprocess.run([sys.executable, str(ROOT / "naive_harness.py"), *args], capture_output=True,
+                                  text=True, timeout=timeout, env=env, cwd=ROOT, check=False)  # fmt: skip
+            rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+        else:
+            rc, stdout, stderr = _server().run(args, home, timeout)
     finally:
         shutil.rmtree(home, ignore_errors=True)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("NAIVE_RESULT ")]
-    assert lines, f"no result (rc={proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("NAIVE_RESULT ")]
+    assert lines, f"no result (rc={rc}):\n{stdout[-2000:]}\n{stderr[-3000:]}"
     return json.loads(lines[-1].removeprefix("NAIVE_RESULT "))
+
+
+_SERVERS: list[ForkServer] = []
+
+
+def _server() -> ForkServer:
+    if not _SERVERS:
+        _SERVERS.append(ForkServer({**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO / "src"),
+                                    "PYTHONHASHSEED": "0"}))  # fmt: skip
+    return _SERVERS[0]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_server():
+    yield
+    while _SERVERS:
+        _SERVERS.pop().close()
 
 
 @pytest.fixture(scope="module")
