@@ -86,6 +86,15 @@ def test_cuda_candidate_on_cpu_is_infra_error_not_scored(pool):
     assert v.status == "infra_error" and not v.scored
 
 
+# `kernelzero judge` with the pool fixture's 8 s run timeout: the CLI has no flag for it, and under the default
+# (120 s) relu_timeout.py alone held the batch for two minutes. Everything else is the command as a user runs it.
+CLI_WITH_SHORT_RUN_TIMEOUT = (
+    "import functools, sys; import kernelzero.commands.judge as j; "
+    "j.JudgeOptions = functools.partial(j.JudgeOptions, run_timeout_s=8); "
+    "from kernelzero.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
 def test_batch_cli_writes_one_record_per_line_in_order(tmp_path):
     names = list(EXPECTED) + ["missing_solution.py"]
     batch = tmp_path / "in.jsonl"
@@ -93,7 +102,7 @@ def test_batch_cli_writes_one_record_per_line_in_order(tmp_path):
                                          "backend": "triton"}) + "\n" for n in names) + "not json\n")
     out = tmp_path / "out.jsonl"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
-    cmd = [sys.executable, "-m", "kernelzero.cli", "judge", "--batch", str(batch), "--out", str(out),
+    cmd = [sys.executable, "-c", CLI_WITH_SHORT_RUN_TIMEOUT, "judge", "--batch", str(batch), "--out", str(out),
            "--device", "cpu", "--workers", "2"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 2, proc.stderr  # two input lines cannot be judged: an input error
