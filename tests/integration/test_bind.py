@@ -90,12 +90,16 @@ def _outcome(module, name, args):
     return "ok", out.tolist() if isinstance(out, torch.Tensor) else out
 
 
-def test_bridge_binding_behaves_as_load_inline_binding(prebuilt, tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    """SOURCE built by load_inline itself (no shim), once for both modes: it is the same module for each."""
+    plain_dir = tmp_path_factory.mktemp("plain")
+    return cpp.load_inline(name="kz_bind_plain", cpp_sources=SOURCE, functions=FUNCTIONS,
+                           build_directory=str(plain_dir))  # fmt: skip
+
+
+def test_bridge_binding_behaves_as_load_inline_binding(plain, prebuilt, tmp_path, monkeypatch):
     monkeypatch.setattr(cpp, "load_inline", cpp.load_inline)  # the shim patches it: undone after the test
-    plain_dir = tmp_path / "plain"
-    plain_dir.mkdir()
-    plain = cpp.load_inline(name="kz_bind_plain", cpp_sources=SOURCE, functions=FUNCTIONS,
-                            build_directory=str(plain_dir))  # fmt: skip
     state = install_load_inline_shim({"build_mode": "build", "build_dir": str(tmp_path / "builds"), **prebuilt})
     # one name per mode: torch versions a name it saw with other sources (`_v1`), which the bound init would miss
     bound = cpp.load_inline(name=f"kz_{_mode(prebuilt)}", cpp_sources=SOURCE, functions=FUNCTIONS)
