@@ -221,10 +221,11 @@ class MemoryPlanning:
                 total -= ref.nbytes
 
     def _await_free_gpu(self, timeout_s: float = 30.0) -> float:
-        """Before a reference runs with the GPU to itself: drop the idle references kept there and this process's
-        cached blocks, then wait (at most `timeout_s`) until the device's free memory, as the driver counts it, covers
-        the gate's whole capacity: a killed worker's memory comes back some time after the process is gone, and a
-        rerun that started before that ran out of memory again (KernelBench's 7.5 GB RMSNorm right after LogSoftmax).
+        """Before a reference or candidate reruns with the GPU to itself: drop the idle references kept there and
+        this process's cached blocks, then wait (at most `timeout_s`) until the device's free memory, as the driver
+        counts it, covers the gate's whole capacity: a killed worker's memory comes back some time after the process
+        is gone, and a rerun that started before that ran out of memory again (KernelBench's 7.5 GB RMSNorm right
+        after LogSoftmax).
         Returns the free GB it last saw."""
         gate = self.gate()
         with self._lock:
