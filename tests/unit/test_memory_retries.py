@@ -96,6 +96,7 @@ def test_a_lease_smaller_than_the_measured_peak_is_topped_up_when_that_fits_and_
 def test_a_lease_that_cannot_be_topped_up_now_is_given_up_never_held_while_waiting():
     judge, gate = _judge_with_gate(130)
     a, b = _leased(judge, gate), _leased(judge, gate)  # 74 GB of leases: room for one 45 GB top-up, not two
+    judge._refs.update(a=a, b=b)
     with contextlib.ExitStack() as first:
         assert judge._admit_candidate(a, first)["gpu"] == WORKER_GPU + 81 * GB  # 37 + 45 more beside b's 37
         assert gate.held["gpu"] == WORKER_GPU + 81 * GB + 37 * GB  # a's lease and top-up, b's lease
@@ -109,10 +110,12 @@ def test_a_lease_that_cannot_be_topped_up_now_is_given_up_never_held_while_waiti
         t.start()
         time.sleep(0.5)
         assert not done.is_set() and b.lease is None  # it gave its lease back and waits with nothing held
+        assert list(judge._refs) == ["a"]  # and left the cache: it lives while its candidates are judged
         assert gate.held["gpu"] == WORKER_GPU + 81 * GB
     t.join(timeout=10)
     assert done.is_set() and gate.held["gpu"] == 37 * GB + WORKER_GPU + 81 * GB  # a's lease, b's own need
     admitted_b.close()
+    judge._drop_leases()  # `a`, idle, leaves the cache: its lease goes with it
     del a, b
     gc.collect()
     assert gate.held == {"gpu": 0, "host": 0}

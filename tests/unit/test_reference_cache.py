@@ -79,3 +79,52 @@ def test_no_reference_moves_when_outputs_are_compared_on_the_cpu():
     judge._keep(ref)
     assert not ref.on_device and ref.outputs[0][0].device.type == "cpu"
     assert judge.gate().held["host"] == 0
+
+
+def test_a_big_reference_keeps_its_device_outputs_on_the_gpu_under_its_own_hold_when_the_budget_is_full():
+    """A big task's outputs that came over on the GPU stay there, held by the worker's share that `_settle` passes to
+    them, when the references' budget cannot take them. Moved to host memory instead, where the gate did not count
+    them, KernelBench's 6.4 GB activations filled the H200 machine's 125 GB of host memory in a minute."""
+    n = 2 * 1024 * 4  # `_ref(1024)`'s outputs and replays
+    judge = Judge(JudgeOptions(device="cpu"))
+    judge.device, judge.compare_device = "cuda", "meta"  # the meta device stands in for the GPU
+    gate = MemoryGate({"gpu": 100 * n, "refs:gpu": 2 * n, "host": 100 * n})
+    judge.set_gate(gate, "gpu")
+    others = gate.acquire({"refs:gpu": 3 * n // 2})  # the references already there
+    ref = _ref(1024)
+    ref.outputs, ref.replay_outputs = [[ref.outputs[0][0].to("meta")]], [[ref.replay_outputs[0][0].to("meta")]]
+    ref.lease = {"gpu": 10 * n, "host": 3 * n}
+    held = gate.acquire({"gpu": 30 * n, "host": 5 * n})  # the worker (one copy of its outputs) and the lease
+    judge._settle(ref, held)
+    assert ref.holds == {"gpu": 10 * n + n, "host": 3 * n}  # the lease, and the outputs where they are
+    judge._keep(ref)
+    assert not ref.on_device and ref.outputs[0][0].device.type == "meta"  # not moved to host memory
+    assert gate.held == {"gpu": 11 * n, "refs:gpu": 3 * n // 2, "host": 3 * n}
+    gate.release(others)
+    del ref, held
+    gc.collect()
+    gate._drain()
+    assert gate.held == {"gpu": 0, "refs:gpu": 0, "host": 0}
+
+
+def test_a_big_reference_moved_into_the_budget_gives_back_what_held_its_outputs_and_keeps_its_lease():
+    n = 2 * 1024 * 4
+    judge = Judge(JudgeOptions(device="cpu"))
+    judge.device, judge.compare_device = "cuda", "meta"
+    gate = MemoryGate({"gpu": 100 * n, "refs:gpu": 4 * n, "host": 100 * n})
+    judge.set_gate(gate, "gpu")
+    ref = _ref(1024)  # outputs in host memory (a memfd): the worker's host share passes to them
+    ref.lease = {"gpu": 10 * n, "host": 3 * n}
+    judge._settle(ref, gate.acquire({"gpu": 30 * n, "host": 5 * n}))
+    assert ref.holds == {"gpu": 10 * n, "host": 3 * n + n}
+    judge._keep(ref)
+    assert ref.on_device and ref.holds == {"gpu": 10 * n, "host": 3 * n}
+    assert gate.held == {"gpu": 10 * n, "refs:gpu": n, "host": 3 * n}
+
+
+def test_a_reference_whose_holds_are_all_returned_counts_against_the_host_budget():
+    judge = Judge(JudgeOptions(device="cpu", reference_cache_gb=1e-9))
+    judge._refs["given_up"] = ref = _ref(1 << 10)
+    ref.holds = {"gpu": 0, "host": 0}  # a big task's lease given back: nothing of it is held in the gate any more
+    judge._evict()
+    assert list(judge._refs) == []

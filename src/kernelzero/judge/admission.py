@@ -45,6 +45,11 @@ def _replay_plan(trials: int) -> list[list[int]]:
     return [[j, 0], [j, _seeds(1)[0]], [k, 0], [k, _seeds(1)[0]], [j, _seeds(1)[0]]]
 
 
+def _gpu_bytes(ref: Reference) -> int:
+    """Bytes of the tensors `ref` keeps on a device, not in host memory (its outputs came over on the GPU)."""
+    return sum(t.numel() * t.element_size() for t in ref.tensors() if t.device.type != "cpu")
+
+
 def _gb(n: int | None) -> float | None:
     return None if n is None else round(n / GB, 3)
 
@@ -180,9 +185,12 @@ class MemoryPlanning:
             # jump: only `_keep` asks for this budget, so workers waiting in the gate (a big task's reference,
             # say) are no reason to refuse it; refused, a 32 GB reference crossed to the host at ~1.5 GB/s
             held = gate.acquire({f"refs:{self.gpu_key}": n}, block=False, jump=True)
-        if held is None and not any(t.is_cuda for t in ref.tensors()):
-            return
-        # Outputs that came over on the device (devmem) but find no room in the budget go to host memory.
+        on_gpu = _gpu_bytes(ref)
+        if held is None and (not on_gpu or ref.holds.get(self.gpu_key, 0) >= on_gpu):
+            return  # where they are: host memory, or the GPU under the big task's own hold (`_settle`)
+        # Outputs that came over on the device (devmem), found no room in the budget and are held by nothing in the
+        # gate go to host memory (a small task's: `_evict` bounds them). A big task's stayed on the GPU: moved here,
+        # unseen by the gate, KernelBench's 6.4 GB activations filled the host's 125 GB in a minute.
         target = self.compare_device if held is not None else "cpu"
         copies: dict[int, torch.Tensor] = {}  # an unperturbed replay is its trial's tensor: one copy of it
 
@@ -201,7 +209,10 @@ class MemoryPlanning:
         if held is not None:
             ref.on_device = True
             weakref.finalize(ref, gate.release_later, held)
-            gate.release({"host": ref.holds.pop("host", 0)})  # its host pages go with the mapping
+            # what held its outputs where they came from (host pages, device copies) goes: the budget holds them now
+            gone = {k: v - (ref.lease or {}).get(k, 0) for k, v in ref.holds.items()}
+            ref.holds.update({k: v - gone[k] for k, v in ref.holds.items()})
+            gate.release(gone)
 
     def _evict(self) -> None:
         """Drop least recently used references past `reference_cache_gb` (a long run meets thousands of tasks). An
@@ -210,12 +221,12 @@ class MemoryPlanning:
         idle references never hold more host memory than the budget (a 30 GB one lives only while its candidates are
         judged). Called under `self._lock`."""
         budget = self.options.reference_cache_gb * 2**30
-        unheld = [r for r in self._refs.values() if not r.on_device and not r.holds]
+        unheld = [r for r in self._refs.values() if not r.on_device and not any(r.holds.values())]
         total = sum(r.nbytes for r in unheld)
         for key, ref in list(self._refs.items()):  # least recently used first
             if total <= budget:
                 break
-            if not ref.on_device and not ref.holds:
+            if not ref.on_device and not any(ref.holds.values()):
                 del self._refs[key]
                 self._ref_locks.pop(key, None)
                 total -= ref.nbytes
@@ -272,6 +283,8 @@ class MemoryPlanning:
         with self._lock:  # (no loop variable: one would keep the last reference alive while we wait)
             for key in [k for k, r in self._refs.items() if r.lease is not None]:
                 del self._refs[key]
+        if self.device == "cuda":  # a dropped reference's device copies, once freed, go back to the driver: the
+            torch.cuda.empty_cache()  # gate counts them free, and a worker in another process needs them there
 
     def _settle(self, ref: Reference, held: dict[str, int]) -> None:
         """After the reference's worker ends: a big task's reference keeps its lease and the host bytes of the
@@ -284,9 +297,12 @@ class MemoryPlanning:
             gate.release(held)
             return
         lease = {k: min(v, held.get(k, 0)) for k, v in ref.lease.items()}
-        host = min(ref.nbytes, held.get("host", 0) - lease.get("host", 0))
-        ref.lease, ref.holds = lease, {**lease}
-        ref.holds["host"] = ref.holds.get("host", 0) + host
+        # The worker's share of what it handed over passes to the judge's copies, where they are: host memory (a
+        # memfd), or this GPU (`sandbox/devmem.py`), where `_keep` leaves those the references' budget cannot take.
+        on_gpu = _gpu_bytes(ref)
+        kept = {"host": ref.nbytes - on_gpu, self.gpu_key: on_gpu}
+        kept = {k: max(0, min(v, held.get(k, 0) - lease.get(k, 0))) for k, v in kept.items() if k in held}
+        ref.lease, ref.holds = lease, {k: lease.get(k, 0) + kept.get(k, 0) for k in lease.keys() | kept.keys()}
         gate.release({k: v - ref.holds.get(k, 0) for k, v in held.items()})
         weakref.finalize(ref, gate.release_later, ref.holds)  # what it holds when it dies (`_keep` may take host back)
 
@@ -316,9 +332,15 @@ class MemoryPlanning:
         return held
 
     def _give_up_lease(self, ref: Reference) -> None:
-        """Return `ref`'s lease to the gate for good (its candidates are then admitted by their own needs); what
-        else it holds (its outputs' host bytes) stays until it dies. Called with `ref.lease_lock` held."""
+        """Return `ref`'s lease to the gate for good (its candidates are then admitted by their own needs) and drop
+        it from the cache like any big reference (`_drop_leases`): what else it holds (its outputs' host bytes) stays
+        until the candidates judged against it end. Kept, with no lease for `_drop_leases` to find and holds that
+        keep `_evict` off it, it lived for the whole run: KernelBench's big matmuls left ~100 GB of host memory.
+        Called with `ref.lease_lock` held."""
         lease, ref.lease = ref.lease, None
         for k, v in lease.items():
             ref.holds[k] = ref.holds.get(k, 0) - v  # the finalizer releases what is left of the same dict
         self.gate().release(lease)
+        with self._lock:
+            for key in [k for k, r in self._refs.items() if r is ref]:
+                del self._refs[key]
