@@ -39,12 +39,16 @@ def launch_cover_cycles(bound, enqueue_s: list[float], cfg: TimingConfig) -> tup
     cover_us = min(cfg.cover_max_us, max(cfg.cover_min_us, 3e6 * max(enqueue_s)))
     probe = 200_000  # ~0.1 ms at an H200's ~2 GHz
     start, end = bound.event(enable_timing=True), bound.event(enable_timing=True)
-    bound.synchronize()
-    start.record()
-    bound.sleep(probe)
-    end.record()
-    bound.synchronize()
-    cycles_per_us = probe / max(bound.elapsed(start, end) * 1e3, 1e-3)
+    bound.sleep(1000)  # the first launch loads the kernel's module (CUDA's lazy loading, ~0.5 ms of host time):
+    bound.synchronize()  # inside the events, it read as a 0.3 GHz clock on the H200 and the cover came out 3x short
+    best_ms = float("inf")
+    for _ in range(3):  # the least: another process's kernel sharing the GPU only stretches a probe
+        start.record()
+        bound.sleep(probe)
+        end.record()
+        bound.synchronize()
+        best_ms = min(best_ms, bound.elapsed(start, end))
+    cycles_per_us = probe / max(best_ms * 1e3, 1e-3)
     return int(cover_us * cycles_per_us), cover_us
 
 
