@@ -138,3 +138,115 @@ def test_leased_candidates_admitted_at_once_all_run():
     for t in threads:
         t.join(timeout=20)
     assert len(ran) == 4 and all(g == WORKER_GPU + 81 * GB for g in ran)
+
+
+def test_a_candidate_never_waits_for_the_gpu_its_own_reference_keeps():
+    """A big task's reference keeps its outputs on the GPU (20 GB here) while its candidates run; a candidate whose
+    need reaches the whole GPU (measured peak 99 GB of 100) is admitted beside them, after a small task's 10 GB come
+    back, instead of waiting forever for memory its own reference holds."""
+    judge, gate = _judge_with_gate(100)
+    ref = Reference(init_seed=1, seeds=[1], timing_seeds=[2])
+    ref.lease = {"gpu": 30 * GB, "host": 3 * GB}
+    ref.holds = {"gpu": 50 * GB, "host": 3 * GB}  # the lease, and 20 GB of outputs kept on the GPU
+    gate.acquire(dict(ref.holds))
+    ref.gpu_peak = 99 * GB
+    small = gate.acquire({"gpu": 10 * GB})
+    admitted, done = contextlib.ExitStack(), threading.Event()
+
+    def candidate():
+        judge._admit_candidate(ref, admitted)
+        done.set()
+
+    t = threading.Thread(target=candidate, daemon=True)  # a deadlock fails the test, not the run
+    t.start()
+    time.sleep(0.5)
+    assert not done.is_set() and ref.lease is None  # the top-up did not fit beside the small task: lease given back
+    gate.release(small)
+    t.join(timeout=10)
+    assert done.is_set() and gate.held["gpu"] == 100 * GB  # its 80 GB beside its reference's 20
+    admitted.close()
+
+
+def test_one_big_tasks_reference_lives_at_a_time():
+    """The gate's `big:` token: a second big task's reference is admitted only once the first is gone (here: a
+    candidate still judged against it, then done). Eight kept at once held the H200 machine's whole memory."""
+    from kernelzero.judge.footprint import Footprint
+
+    judge, gate = _judge_with_gate(100)
+    gate = MemoryGate({**gate.capacity, "big:gpu": 1})
+    judge.set_gate(gate, "gpu")
+    plan = judge._full_plan()
+
+    def big() -> Reference:
+        ref = Reference(init_seed=1, seeds=[1], timing_seeds=[2])
+        ref.footprint, ref.plan = Footprint(GB // 4, GB // 4, 0), plan  # kept outputs: plan.sets x 0.25 GB > 1 GB
+        return ref
+
+    a = big()
+    judge._settle(a, judge._admit_reference(a, alone=False))
+    assert a.holds["big:gpu"] == 1 and gate.held["big:gpu"] == 1
+    b, done = big(), threading.Event()
+
+    def reference():
+        judge._settle(b, judge._admit_reference(b, alone=False))
+        done.set()
+
+    t = threading.Thread(target=reference, daemon=True)
+    t.start()
+    time.sleep(0.5)
+    assert not done.is_set()  # `a` lives (its candidate holds it), with its token
+    del a
+    gc.collect()
+    t.join(timeout=10)
+    assert done.is_set() and b.holds["big:gpu"] == 1
+    del b
+    gc.collect()
+    assert gate.held["big:gpu"] == 0
+
+
+def test_the_big_tasks_candidate_goes_before_the_next_big_reference_that_waits_for_it():
+    """The next big task's reference waits at the head of the queue for the token the current one holds until its
+    candidates end; the current one's candidate, whose top-up does not fit beside a small task, waits ahead of it,
+    not behind it (where each would wait for the other forever)."""
+    from kernelzero.judge.footprint import Footprint
+
+    judge, gate = _judge_with_gate(100)
+    gate = MemoryGate({**gate.capacity, "big:gpu": 1})
+    judge.set_gate(gate, "gpu")
+
+    def big() -> Reference:
+        ref = Reference(init_seed=1, seeds=[1], timing_seeds=[2])
+        ref.footprint, ref.plan = Footprint(GB // 4, GB // 4, 0), judge._full_plan()
+        return ref
+
+    a = big()
+    judge._settle(a, judge._admit_reference(a, alone=False))
+    a.gpu_peak = 60 * GB  # measured: more than its lease, sized from the footprint
+    small = gate.acquire({"gpu": 50 * GB})
+    b, order = big(), []
+
+    def reference():
+        judge._settle(b, judge._admit_reference(b, alone=False))
+        order.append("b")
+
+    admitted = contextlib.ExitStack()
+
+    def candidate():
+        judge._admit_candidate(a, admitted)
+        order.append("a's candidate")
+
+    threads = [threading.Thread(target=reference, daemon=True)]
+    threads[0].start()
+    time.sleep(0.3)
+    threads.append(threading.Thread(target=candidate, daemon=True))
+    threads[1].start()
+    time.sleep(0.3)
+    assert order == [] and a.lease is None  # the top-up did not fit: the lease went back, both wait
+    gate.release(small)
+    threads[1].join(timeout=10)
+    assert order == ["a's candidate"]
+    admitted.close()
+    del a
+    gc.collect()
+    threads[0].join(timeout=10)
+    assert order == ["a's candidate", "b"]

@@ -88,7 +88,16 @@ class MemoryPlanning:
         if self.device == "cuda":
             caps[self.gpu_key] = self._gpu_capacity()
             caps[f"refs:{self.gpu_key}"] = int(self.options.reference_device_gb * GB)
+            caps[self._big_key] = 1  # one big task's reference at a time (`_admit_reference`)
         return caps
+
+    @property
+    def _big_key(self) -> str:
+        return f"big:{self.gpu_key}"
+
+    def _own_gpu(self, ref: Reference) -> int:
+        """Device bytes `ref` holds in the gate for its own outputs (a big task's, kept on the GPU: `_settle`)."""
+        return max(0, ref.holds.get(self.gpu_key, 0) - (ref.lease or {}).get(self.gpu_key, 0))
 
     def _gpu_capacity(self) -> int:
         """Device bytes this judge's workers may take: the GPU's memory less the judge's own context, comparison
@@ -210,7 +219,7 @@ class MemoryPlanning:
             ref.on_device = True
             weakref.finalize(ref, gate.release_later, held)
             # what held its outputs where they came from (host pages, device copies) goes: the budget holds them now
-            gone = {k: v - (ref.lease or {}).get(k, 0) for k, v in ref.holds.items()}
+            gone = {k: v - (ref.lease or {}).get(k, 0) for k, v in ref.holds.items() if k in ("host", self.gpu_key)}
             ref.holds.update({k: v - gone[k] for k, v in ref.holds.items()})
             gate.release(gone)
 
@@ -231,12 +240,12 @@ class MemoryPlanning:
                 self._ref_locks.pop(key, None)
                 total -= ref.nbytes
 
-    def _await_free_gpu(self, timeout_s: float = 30.0) -> float:
+    def _await_free_gpu(self, timeout_s: float = 30.0, less: int = 0) -> float:
         """Before a reference or candidate reruns with the GPU to itself: drop the idle references kept there and
         this process's cached blocks, then wait (at most `timeout_s`) until the device's free memory, as the driver
         counts it, covers the gate's whole capacity: a killed worker's memory comes back some time after the process
         is gone, and a rerun that started before that ran out of memory again (KernelBench's 7.5 GB RMSNorm right
-        after LogSoftmax).
+        after LogSoftmax). `less`: bytes of the task's own reference kept on the GPU, which stay.
         Returns the free GB it last saw."""
         gate = self.gate()
         with self._lock:
@@ -247,7 +256,7 @@ class MemoryPlanning:
         deadline = time.monotonic() + timeout_s
         while True:
             free = torch.cuda.mem_get_info(index)[0]
-            if free >= gate.capacity[self.gpu_key] or time.monotonic() > deadline:
+            if free >= gate.capacity[self.gpu_key] - less or time.monotonic() > deadline:
                 return free / GB
             time.sleep(0.1)
 
@@ -269,12 +278,16 @@ class MemoryPlanning:
         """Hold the reference worker's memory; for a big task (kept outputs over LEASE_BYTES) also one candidate's
         share, the task's lease, so its candidates can always run beside the reference outputs it keeps in host
         memory (a reference waiting for memory only its candidates free would deadlock the pool). Idle big
-        references are dropped first: their holds come back once no candidate uses them."""
+        references are dropped first: their holds come back once no candidate uses them.
+        One big task's reference lives at a time (the gate's `big:` token, held until it dies): each keeps its
+        outputs (6-30 GB on KernelBench's level 1) while its candidates wait for memory, and eight of them in flight
+        held the machine's whole memory with no candidate able to run."""
         need = self._needs(ref.footprint, ref.plan, alone, copies=1)
         fp = ref.footprint
         if fp is not None and ref.plan is not None and fp.out_bytes * ref.plan.sets > LEASE_BYTES:
             ref.lease = self._needs(fp, ref.plan, False)
             need = {k: need.get(k, 0) + ref.lease.get(k, 0) for k in need.keys() | ref.lease.keys()}
+            need[self._big_key] = 1
             self._drop_leases()
         return self.gate().acquire(need, on_wait=self._drop_leases)  # idle leases go when anything waits
 
@@ -303,6 +316,8 @@ class MemoryPlanning:
         kept = {"host": ref.nbytes - on_gpu, self.gpu_key: on_gpu}
         kept = {k: max(0, min(v, held.get(k, 0) - lease.get(k, 0))) for k, v in kept.items() if k in held}
         ref.lease, ref.holds = lease, {k: lease.get(k, 0) + kept.get(k, 0) for k in lease.keys() | kept.keys()}
+        if held.get(self._big_key):
+            ref.holds[self._big_key] = held[self._big_key]  # until it dies: the next big task's reference waits
         gate.release({k: v - ref.holds.get(k, 0) for k, v in held.items()})
         weakref.finalize(ref, gate.release_later, ref.holds)  # what it holds when it dies (`_keep` may take host back)
 
@@ -312,6 +327,12 @@ class MemoryPlanning:
         outputs, for a small task whose reference holds nothing). `alone`: the whole GPU."""
         gate = self.gate()
         need = self._needs(ref.footprint, ref.plan or self._full_plan(), alone, ref.gpu_peak)
+        own = self._own_gpu(ref)  # the reference's outputs stay on the GPU while it runs: never wait for those
+        if own and self.gpu_key in need:
+            need[self.gpu_key] = min(need[self.gpu_key], gate.capacity.get(self.gpu_key, 0) - own)
+        # The big task's candidates go first: the next big task's reference, waiting for this one's token at the head
+        # of the queue, waits for them (queued behind it, they would wait for each other forever).
+        first = bool(ref.holds.get(self._big_key))
         if ref.lease is not None and ref.lease_lock.acquire(blocking=False):
             admitted.callback(ref.lease_lock.release)
             lease = ref.lease
@@ -319,7 +340,7 @@ class MemoryPlanning:
             # 37 GB, measured peak 81 GB). What it lacks is taken only if it fits now: candidates holding their
             # leases while waiting for more deadlocked the pool (four of them held 73 of 104 GB, each waiting).
             extra = {k: v - lease.get(k, 0) for k, v in gate.clamp(need).items() if v > lease.get(k, 0)}
-            more = gate.acquire(extra, block=False) if extra else {}
+            more = gate.acquire(extra, block=False, jump=first) if extra else {}
             if more is not None:
                 if more:
                     admitted.callback(gate.release, more)
@@ -327,7 +348,7 @@ class MemoryPlanning:
             self._give_up_lease(ref)  # then wait holding nothing, like any candidate
         if not ref.on_device and not ref.holds:
             need["host"] += ref.nbytes
-        held = gate.acquire(need, on_wait=self._drop_leases)
+        held = gate.acquire(need, on_wait=self._drop_leases, jump=first)
         admitted.callback(gate.release, held)
         return held
 

@@ -435,7 +435,7 @@ class Judge(MemoryPlanning, Comparing):
                 need = self._admit_candidate(ref, admitted, alone)
             if alone:
                 with _stopwatch(stage_s, "wait_free"):
-                    self._await_free_gpu()
+                    self._await_free_gpu(less=self._own_gpu(ref))
             # The GPU slot after the memory, never before: a slot holder waiting in the gate behind a reference that
             # needs a big task's lease, while that task's candidate waits for a slot, deadlocks the pool.
             slots = self.gpu_slots  # released to the semaphore it came from, even across a resize

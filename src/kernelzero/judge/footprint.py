@@ -117,6 +117,7 @@ class MemoryGate:
         with self._cond:
             self._drain()
             parts = [f"{k} {self._held[k] / GB:.1f}/{self.capacity[k] / GB:.1f} (peak {self.peak[k] / GB:.1f})"
+                     if self.capacity[k] >= GB else f"{k} {self._held[k]}/{self.capacity[k]}"  # a count: tokens
                      for k in self.capacity]  # fmt: skip
             return f"gate: {', '.join(parts)} GB; {len(self._queue)} waiting"
 
@@ -128,9 +129,10 @@ class MemoryGate:
                 jump: bool = False) -> dict[str, int] | None:  # fmt: skip
         """Hold `need` (clamped to each capacity) and return what is held; without `block`, None at once when it does
         not fit now or others are waiting (it never jumps the queue, unless `jump`: for a resource no blocking request
-        ever asks for, such as the references' budget, a queue of workers is no reason to refuse). While it waits at
-        the head of the queue it calls `on_wait()` each second (outside the gate's lock: the caller may drop idle
-        holders there)."""
+        ever asks for, such as the references' budget, a queue of workers is no reason to refuse). Blocking, `jump`
+        waits at the head of the queue, not at its end: for a request that those ahead of it wait for (the candidate
+        of the one big task whose end the next big task's reference awaits). While it waits at the head of the queue
+        it calls `on_wait()` each second (outside the gate's lock: the caller may drop idle holders there)."""
         need = self.clamp(need)
         if not block:
             with self._cond:
@@ -141,7 +143,7 @@ class MemoryGate:
                 return need
         ticket = object()
         with self._cond:
-            self._queue.append(ticket)
+            (self._queue.appendleft if jump else self._queue.append)(ticket)
         while True:
             with self._cond:
                 self._drain()
