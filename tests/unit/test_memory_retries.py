@@ -187,11 +187,11 @@ def test_one_big_tasks_reference_lives_at_a_time():
     assert a.holds["big:gpu"] == 1 and gate.held["big:gpu"] == 1
     b, done = big(), threading.Event()
 
-    def reference():
-        judge._settle(b, judge._admit_reference(b, alone=False))
+    def reference(ref):
+        judge._settle(ref, judge._admit_reference(ref, alone=False))
         done.set()
 
-    t = threading.Thread(target=reference, daemon=True)
+    t = threading.Thread(target=reference, args=(b,), daemon=True)
     t.start()
     time.sleep(0.5)
     assert not done.is_set()  # `a` lives (its candidate holds it), with its token
@@ -225,20 +225,20 @@ def test_the_big_tasks_candidate_goes_before_the_next_big_reference_that_waits_f
     small = gate.acquire({"gpu": 50 * GB})
     b, order = big(), []
 
-    def reference():
-        judge._settle(b, judge._admit_reference(b, alone=False))
+    def reference(ref):
+        judge._settle(ref, judge._admit_reference(ref, alone=False))
         order.append("b")
 
     admitted = contextlib.ExitStack()
 
-    def candidate():
-        judge._admit_candidate(a, admitted)
+    def candidate(ref):
+        judge._admit_candidate(ref, admitted)
         order.append("a's candidate")
 
-    threads = [threading.Thread(target=reference, daemon=True)]
+    threads = [threading.Thread(target=reference, args=(b,), daemon=True)]
     threads[0].start()
     time.sleep(0.3)
-    threads.append(threading.Thread(target=candidate, daemon=True))
+    threads.append(threading.Thread(target=candidate, args=(a,), daemon=True))
     threads[1].start()
     time.sleep(0.3)
     assert order == [] and a.lease is None  # the top-up did not fit: the lease went back, both wait

@@ -30,7 +30,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import CancelledError, Future
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, wait
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -183,6 +183,9 @@ class Judge(MemoryPlanning, Comparing):
             return Verdict.fail("infra_error", "CUDA candidates need a GPU; this judge runs on CPU", **base)
         # the CPU farm builds while the reference runs (a cold task's reference takes 10-20 s on a GPU)
         build = self.farm.submit(source, self.options.front_check) if self.farm is not None else None
+        early = self._compile_error_first(task, build, base)
+        if early is not None:
+            return early
         t_ref = time.monotonic()
         ref = self.reference(task)
         base["stage_s"] = {"reference": round(time.monotonic() - t_ref, 3), **ref.stage_s}
@@ -200,6 +203,28 @@ class Judge(MemoryPlanning, Comparing):
         finally:
             if self._on_device(ref.footprint):  # its outputs' copies here, freed: give the blocks back to the GPU
                 torch.cuda.empty_cache()  # (cached, they starved the next big task's workers: 'out of memory')
+
+    def _compile_error_first(self, task: Task, build: Future | None, base: dict) -> Verdict | None:
+        """A compile error the farm finds (its front check: ~1 s) before the task's reference is ready (10-20 s cold
+        on a GPU) is answered at once, the reference computed on for the task's other candidates; else None."""
+        if build is None:
+            return None
+        with self._lock:
+            cached = source_hash(task.source, self.device) in self._refs
+        if not cached and not build.done():
+            ref: Future = Future()
+
+            def compute() -> None:
+                try:
+                    ref.set_result(self.reference(task))
+                except BaseException as exc:  # raised again where `judge` asks for it
+                    ref.set_exception(exc)
+
+            threading.Thread(target=compute, name="kz-reference", daemon=True).start()
+            wait([build, ref], return_when=FIRST_COMPLETED)
+        if not build.done() or build.cancelled():
+            return None
+        return _farm_verdict(build.result(), {}, base)
 
     def reference(self, task: Task) -> Reference:
         """Reference outputs (and runtimes on GPU) for `task`, computed once in a candidate-free worker."""
@@ -384,12 +409,9 @@ class Judge(MemoryPlanning, Comparing):
         except CancelledError:  # the pool closed without waiting
             return Verdict.fail("infra_error", "the build farm shut down before this candidate was built", **base)
         if built is not None:
-            stage_s["build_farm"] = round(built.seconds, 3)
-            if built.front is not None:  # part of build_farm: the check ran before (or instead of) the build
-                stage_s["front_check"] = built.front.seconds
-            if built.status == "compile_error":  # same verdict as a failed build in the candidate worker
-                return Verdict.fail("compile_error", f"import failed: {built.feedback}", guard="import",
-                                    stage_s=stage_s, **base)  # fmt: skip
+            failed = _farm_verdict(built, stage_s, base)
+            if failed is not None:
+                return failed
             if built.path:
                 job.update(build_mode="load", build_dir=built.path)
         sb = self._sandbox(job)
@@ -552,6 +574,13 @@ def _marks(stage_s: dict[str, float], prefix: str) -> Callable[[str], None]:
         last[0] = now
 
     return mark
+
+
+def _farm_verdict(built, stage_s: dict[str, float], base: dict) -> Verdict | None:
+    """The farm's stages into `stage_s`; for a compile error, the verdict a failed build in the worker gets."""
+    built.record(stage_s)
+    return (Verdict.fail("compile_error", f"import failed: {built.feedback}", guard="import", stage_s=stage_s, **base)
+            if built.status == "compile_error" else None)  # fmt: skip
 
 
 @contextlib.contextmanager

@@ -258,6 +258,12 @@ class BuildResult:
     feedback: str = ""
     front: FrontResult | None = None  # the front check's outcome, when it ran (front.py)
 
+    def record(self, stage_s: dict[str, float]) -> None:
+        """Its seconds in a verdict's stages: `build_farm`, and `front_check` (part of it) when the check ran."""
+        stage_s["build_farm"] = round(self.seconds, 3)
+        if self.front is not None:
+            stage_s["front_check"] = self.front.seconds
+
 
 @dataclass
 class BuildFarm:
