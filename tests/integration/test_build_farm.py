@@ -102,18 +102,22 @@ def test_the_build_starts_before_the_reference_is_computed(monkeypatch):
     from kernelzero.judge.build.farm import BuildResult
 
     order = []
+    built = Future()  # the build ends once the reference has been asked for
 
     class Farm:
         def submit(self, source, front=True):
             order.append("build")
-            fut = Future()
-            fut.set_result(BuildResult("compile_error", feedback="nvcc: error"))
-            return fut
+            return built
+
+    def reference(task):
+        order.append("reference")
+        built.set_result(BuildResult("compile_error", feedback="nvcc: error"))
+        return real(task)
 
     judge = Judge(JudgeOptions(device="cpu"))
     judge.farm = Farm()
     real = judge.reference
-    monkeypatch.setattr(judge, "reference", lambda task: order.append("reference") or real(task))
+    monkeypatch.setattr(judge, "reference", reference)
     v = judge.judge(TASK, CANDIDATE, "triton")
     assert order == ["build", "reference"]
     assert v.status == "compile_error" and "nvcc: error" in v.feedback
