@@ -3,6 +3,7 @@
 # Carry .whl (wheels the image lacks: pydantic for KernelBench; trl, datasets, dill, multiprocess for `train`) and .kb
 # (a KernelBench checkout's src/ and KernelBench/level1,2 for `eval`, never committed) and .audit (the libclang wheel, for
 # `lean_audit` when no table matches the machine's torch headers: it writes one, into the tree and $OUT).
+# KZ_MEMLOG=0 turns off $OUT/mem.log (host and GPU memory every 3 s, the three largest processes).
 # Steps (KZ_STEPS): gpu_tests timing lean_audit pch_check throughput stability front_check ablation first_call train eval sweep big; on 2+ GPUs: coder2
 # multi_gpu.
 set -uo pipefail
@@ -13,6 +14,12 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH="$PWD/src:${PYTHONPATH:-}" PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+if [ "${KZ_MEMLOG:-1}" = 1 ]; then  # host and GPU memory every 3 s, and the largest processes: who held what
+  ( while true; do echo "$(date +%T) host $(free -g | awk '/Mem/{print $3"G used "$5"G shared"}') gpu $(nvidia-smi \
+      --query-gpu=memory.used,utilization.gpu --format=csv,noheader) top-rss-MB $(ps -eo rss=,comm= --sort=-rss | head -3 \
+      | awk '{printf "%s:%d ", $2, $1/1024}')"; sleep 3; done ) > "$OUT/mem.log" 2>&1 &
+  MEMLOG=$!; trap 'kill $MEMLOG 2>/dev/null' EXIT
+fi
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 step() { local name=$1; shift; local t0=$SECONDS; "$@" > "$OUT/$name.log" 2>&1; local rc=$?;
          echo "== $name rc=$rc $((SECONDS - t0))s"; tail -n "${TAILN:-15}" "$OUT/$name.log"; }
