@@ -111,15 +111,15 @@ def test_a_big_reference_moved_into_the_budget_gives_back_what_held_its_outputs_
     n = 2 * 1024 * 4
     judge = Judge(JudgeOptions(device="cpu"))
     judge.device, judge.compare_device = "cuda", "meta"
-    gate = MemoryGate({"gpu": 100 * n, "refs:gpu": 4 * n, "host": 100 * n})
+    gate = MemoryGate({"gpu": 100 * n, "refs:gpu": 4 * n, "host": 100 * n, "big:gpu": 1})
     judge.set_gate(gate, "gpu")
     ref = _ref(1024)  # outputs in host memory (a memfd): the worker's host share passes to them
     ref.lease = {"gpu": 10 * n, "host": 3 * n}
-    judge._settle(ref, gate.acquire({"gpu": 30 * n, "host": 5 * n}))
-    assert ref.holds == {"gpu": 10 * n, "host": 3 * n + n}
+    judge._settle(ref, gate.acquire({"gpu": 30 * n, "host": 5 * n, "big:gpu": 1}))
+    assert ref.holds == {"gpu": 10 * n, "host": 3 * n + n, "big:gpu": 1}
     judge._keep(ref)
-    assert ref.on_device and ref.holds == {"gpu": 10 * n, "host": 3 * n}
-    assert gate.held == {"gpu": 10 * n, "refs:gpu": n, "host": 3 * n}
+    assert ref.on_device and ref.holds == {"gpu": 10 * n, "host": 3 * n, "big:gpu": 1}  # the lease and the token
+    assert gate.held == {"gpu": 10 * n, "refs:gpu": n, "host": 3 * n, "big:gpu": 1}
 
 
 def test_a_reference_whose_holds_are_all_returned_counts_against_the_host_budget():

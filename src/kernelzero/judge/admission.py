@@ -220,7 +220,7 @@ class MemoryPlanning:
             weakref.finalize(ref, gate.release_later, held)
             # what held its outputs where they came from (host pages, device copies) goes: the budget holds them now
             gone = {k: v - (ref.lease or {}).get(k, 0) for k, v in ref.holds.items() if k in ("host", self.gpu_key)}
-            ref.holds.update({k: v - gone[k] for k, v in ref.holds.items()})
+            ref.holds.update({k: v - gone.get(k, 0) for k, v in ref.holds.items()})  # the lease, a token: kept
             gate.release(gone)
 
     def _evict(self) -> None:
@@ -356,8 +356,7 @@ class MemoryPlanning:
         """Return `ref`'s lease to the gate for good (its candidates are then admitted by their own needs) and drop
         it from the cache like any big reference (`_drop_leases`): what else it holds (its outputs' host bytes) stays
         until the candidates judged against it end. Kept, with no lease for `_drop_leases` to find and holds that
-        keep `_evict` off it, it lived for the whole run: KernelBench's big matmuls left ~100 GB of host memory.
-        Called with `ref.lease_lock` held."""
+        keep `_evict` off it, it would live, outputs and all, for the whole run. Called with `ref.lease_lock` held."""
         lease, ref.lease = ref.lease, None
         for k, v in lease.items():
             ref.holds[k] = ref.holds.get(k, 0) - v  # the finalizer releases what is left of the same dict
