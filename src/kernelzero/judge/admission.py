@@ -333,6 +333,8 @@ class MemoryPlanning:
         # The big task's candidates go first: the next big task's reference, waiting for this one's token at the head
         # of the queue, waits for them (queued behind it, they would wait for each other forever).
         first = bool(ref.holds.get(self._big_key))
+        if first:  # at its end, a reference no candidate is using dies now, not at a waiter's next second
+            admitted.callback(lambda: self.gate().waiting and self._drop_leases())
         if ref.lease is not None and ref.lease_lock.acquire(blocking=False):
             admitted.callback(ref.lease_lock.release)
             lease = ref.lease

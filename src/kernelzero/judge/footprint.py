@@ -112,6 +112,11 @@ class MemoryGate:
             self._drain()
             return dict(self._held)
 
+    @property
+    def waiting(self) -> int:
+        """Requests waiting in the queue."""
+        return len(self._queue)
+
     def describe(self) -> str:
         """One line of state for a stall report: held / capacity per resource (GB), peaks, requests waiting."""
         with self._cond:
@@ -177,8 +182,14 @@ class MemoryGate:
         """Release from a garbage-collection finalizer: no lock taken there (a finalizer that waits on a lock lets
         another thread run in the middle of whatever the collecting thread was doing; CPython 3.11's AST builder, for
         one, then fails with `SystemError: AST constructor recursion depth mismatch`). Applied at the gate's next
-        use, and by waiters each second."""
+        use, and by waiters, woken here when the lock is free at once (never waiting for it), else within a second:
+        a big task's reference, dying, hands its token to the next one."""
         self._later.append(held)  # atomic
+        if self._cond.acquire(blocking=False):
+            try:
+                self._cond.notify_all()
+            finally:
+                self._cond.release()
 
     def _give_back(self, held: dict[str, int]) -> None:
         for k, v in held.items():
