@@ -3,6 +3,7 @@
 # Carry .whl (wheels the image lacks: pydantic for KernelBench; trl, datasets, dill, multiprocess for `train`) and .kb
 # (a KernelBench checkout's src/ and KernelBench/level1,2 for `eval`, never committed) and .audit (the libclang wheel, for
 # `lean_audit` when no table matches the machine's torch headers: it writes one, into the tree and $OUT).
+# KZ_SWEEP_FROM=DIR: a carried sweep folder (e.g. .kb/sweep, from an earlier call's $OUT) the sweep step resumes.
 # KZ_MEMLOG=0 turns off $OUT/mem.log (host and GPU memory every 3 s, the three largest processes).
 # Steps (KZ_STEPS): gpu_tests timing lean_audit pch_check throughput stability front_check ablation first_call train eval sweep big; on 2+ GPUs: coder2
 # multi_gpu.
@@ -51,7 +52,9 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
     ablation) step ablation timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/build_ablation.py --out "$OUT/ablation.json" ;;
     multi_gpu) step multi_gpu timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/multi_gpu.py --out "$OUT/multi_gpu.json" ;;
     first_call) step first_call timeout ${KZ_FIRST_CALL_TIMEOUT:-120} python3 bench/first_call.py ;;
-    sweep) step sweep timeout ${KZ_SWEEP_TIMEOUT:-590} python3 bench/kb_sweep.py --kernelbench .kb/KernelBench \
+    sweep) if [ -d "${KZ_SWEEP_FROM:-}" ] && [ ! -d "${KZ_SWEEP_OUT:-$OUT/sweep}" ]; then  # resume a carried sweep
+             cp -r "$KZ_SWEEP_FROM" "${KZ_SWEEP_OUT:-$OUT/sweep}"; fi
+           step sweep timeout ${KZ_SWEEP_TIMEOUT:-590} python3 bench/kb_sweep.py --kernelbench .kb/KernelBench \
               --levels ${KZ_LEVELS:-1 2 3} --out "${KZ_SWEEP_OUT:-$OUT/sweep}" --time-limit ${KZ_SWEEP_LIMIT:-480} ;;
     big) step big timeout ${KZ_BIG_TIMEOUT:-590} python3 bench/kb_big.py --kernelbench .kb/KernelBench --out "$OUT/big" \
               ${KZ_BIG_ARGS:-} ;;
