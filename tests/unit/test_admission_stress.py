@@ -51,7 +51,7 @@ def _judge_one(judge: Judge, name: str, fp: Footprint, peak: float) -> None:
     judge._keep(ref)
     # every byte it keeps is counted: in the references' budget, under its own hold, or (a small one's) in host
     # memory bounded by the cache; the judge's uncounted host copies of big ones filled the H200 machine's 125 GB
-    kept = sum(t.numel() * t.element_size() for t in ref.tensors())
+    kept = ref.nbytes
     counted = ref.on_device or judge._own_gpu(ref) >= kept or (ref.lease is None and kept <= GB)
     assert counted, f"{name}: {kept / GB:.1f} GB kept, holds {ref.holds}, lease {ref.lease}"
     with judge._lock:

@@ -45,9 +45,14 @@ def _replay_plan(trials: int) -> list[list[int]]:
     return [[j, 0], [j, _seeds(1)[0]], [k, 0], [k, _seeds(1)[0]], [j, _seeds(1)[0]]]
 
 
+def _nbytes(tensors: list) -> int:
+    """Bytes of the tensors in a list (other entries, e.g. None, count 0)."""
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
 def _gpu_bytes(ref: Reference) -> int:
     """Bytes of the tensors `ref` keeps on a device, not in host memory (its outputs came over on the GPU)."""
-    return sum(t.numel() * t.element_size() for t in ref.tensors() if t.device.type != "cpu")
+    return _nbytes([t for t in ref.tensors() if t.device.type != "cpu"])
 
 
 def _gb(n: int | None) -> float | None:

@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from kernelzero.judge.admission import MemoryPlanning, _memory_figures, _put, _replay_plan, _seeds
+from kernelzero.judge.admission import MemoryPlanning, _memory_figures, _nbytes, _put, _replay_plan, _seeds
 from kernelzero.judge.build.farm import BuildFarm
 from kernelzero.judge.check import degenerate_canary  # noqa: F401 (re-exported)
 from kernelzero.judge.comparing import Comparing, _lists_of_lists, out_of_memory
@@ -136,11 +136,6 @@ class Reference:
     def nbytes(self) -> int:
         """Bytes of tensors this reference keeps."""
         return _nbytes(self.tensors())
-
-
-def _nbytes(tensors: list) -> int:
-    """Bytes of the tensors in a list (other entries, e.g. None, count 0)."""
-    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
 
 
 class Judge(MemoryPlanning, Comparing):
