@@ -128,3 +128,24 @@ def test_a_reference_whose_holds_are_all_returned_counts_against_the_host_budget
     ref.holds = {"gpu": 0, "host": 0}  # a big task's lease given back: nothing of it is held in the gate any more
     judge._evict()
     assert list(judge._refs) == []
+
+
+def test_a_big_references_device_outputs_are_counted_before_its_lease_when_the_need_was_clamped():
+    """A need past the GPU's capacity is admitted clamped to it: what the worker held then covers the outputs the
+    judge keeps (they exist) before the lease (a reservation its candidate tops up), and `_keep` leaves them where
+    they are only when its own hold covers them, not the lease's."""
+    n = 2 * 1024 * 4
+    judge = Judge(JudgeOptions(device="cpu"))
+    judge.device, judge.compare_device = "cuda", "meta"
+    gate = MemoryGate({"gpu": 12 * n, "refs:gpu": n // 2, "host": 100 * n})
+    judge.set_gate(gate, "gpu")
+    others = gate.acquire({"refs:gpu": n // 2})
+    ref = _ref(1024)
+    ref.outputs, ref.replay_outputs = [[ref.outputs[0][0].to("meta")]], [[ref.replay_outputs[0][0].to("meta")]]
+    ref.lease = {"gpu": 12 * n, "host": 3 * n}  # as large as the GPU: with the worker's need, clamped to it
+    judge._settle(ref, gate.acquire({"gpu": 30 * n, "host": 5 * n}))
+    assert ref.holds == {"gpu": 12 * n, "host": 3 * n} and ref.lease == {"gpu": 11 * n, "host": 3 * n}
+    assert judge._own_gpu(ref) == n
+    judge._keep(ref)
+    assert not ref.on_device and ref.outputs[0][0].device.type == "meta"
+    gate.release(others)

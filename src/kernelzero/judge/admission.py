@@ -200,7 +200,7 @@ class MemoryPlanning:
             # say) are no reason to refuse it; refused, a 32 GB reference crossed to the host at ~1.5 GB/s
             held = gate.acquire({f"refs:{self.gpu_key}": n}, block=False, jump=True)
         on_gpu = _gpu_bytes(ref)
-        if held is None and (not on_gpu or ref.holds.get(self.gpu_key, 0) >= on_gpu):
+        if held is None and (not on_gpu or self._own_gpu(ref) >= on_gpu):
             return  # where they are: host memory, or the GPU under the big task's own hold (`_settle`)
         # Outputs that came over on the device (devmem), found no room in the budget and are held by nothing in the
         # gate go to host memory (a small task's: `_evict` bounds them). A big task's stayed on the GPU: moved here,
@@ -314,12 +314,14 @@ class MemoryPlanning:
             ref.lease = None
             gate.release(held)
             return
-        lease = {k: min(v, held.get(k, 0)) for k, v in ref.lease.items()}
         # The worker's share of what it handed over passes to the judge's copies, where they are: host memory (a
         # memfd), or this GPU (`sandbox/devmem.py`), where `_keep` leaves those the references' budget cannot take.
+        # They exist, so they are counted first; the lease, a reservation, gets what is left (a need clamped to the
+        # GPU's capacity may leave less than both; a short lease is topped up by its candidate).
         on_gpu = _gpu_bytes(ref)
         kept = {"host": ref.nbytes - on_gpu, self.gpu_key: on_gpu}
-        kept = {k: max(0, min(v, held.get(k, 0) - lease.get(k, 0))) for k, v in kept.items() if k in held}
+        kept = {k: max(0, min(v, held.get(k, 0))) for k, v in kept.items() if k in held}
+        lease = {k: max(0, min(v, held.get(k, 0) - kept.get(k, 0))) for k, v in ref.lease.items()}
         ref.lease, ref.holds = lease, {k: lease.get(k, 0) + kept.get(k, 0) for k in lease.keys() | kept.keys()}
         if held.get(self._big_key):
             ref.holds[self._big_key] = held[self._big_key]  # until it dies: the next big task's reference waits
