@@ -3,6 +3,7 @@ judge takes exactly the ones the sealed pack names, and every forgery is a chann
 themselves (`devmem.Exports`, `devmem.import_copy`) are stood in for by memfds here; on a GPU the same paths carry
 cuMemCreate allocations (tests/gpu)."""
 
+import fcntl
 import functools
 import os
 import socket
@@ -63,6 +64,17 @@ def test_big_outputs_cross_as_descriptors_and_load_beside_the_small_ones(channel
     assert torch.equal(data["outputs"][0][1], small)
     trailer = pack.read(sb._outputs["out"], torch, lambda sizes: [torch.zeros(n, dtype=torch.uint8) for n in sizes])
     assert [t.abs().sum().item() for t in trailer["outputs"][0]] == [0.0, 3.5]  # only the small one is in the file
+
+
+def test_a_worker_returns_its_cached_device_blocks_before_the_judge_copies_its_outputs(channel):
+    """The judge copies a pack's device outputs as soon as it is sealed, beside the worker: the worker's allocator
+    gives its cached blocks (freed inputs and outputs, 26 GB for KernelBench's RMSNorm) back to the driver first."""
+    bound, sb = channel
+    events = []
+    bound.empty_cache = lambda: events.append(("empty_cache", fcntl.fcntl(bound.output_fds["out"], fcntl.F_GET_SEALS)))
+    bound.save([torch.ones(4)], "out")
+    assert events == [("empty_cache", 0)]  # once, before the pack is sealed
+    assert torch.equal(sb.load_output("out", "cuda:0")[0], torch.ones(4))
 
 
 def test_a_pack_naming_device_outputs_is_refused_by_a_judge_without_a_device(channel):

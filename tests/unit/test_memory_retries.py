@@ -59,6 +59,25 @@ def test_out_of_memory_alone_is_the_candidates_own_and_other_errors_are_not_reru
     assert calls == [False] and v.status == "runtime_error" and "rerun" not in v.env
 
 
+def test_the_judges_own_shortage_alone_is_an_infra_error_not_the_candidates(monkeypatch):
+    """Out of memory loading or comparing the outputs happens in the judge's process: rerun alone first, and if it
+    is still short there, `infra_error` (left out of rewards), never a kernel's runtime_error."""
+    for guard in ("compare", "load", "forward"):
+        judge = Judge(JudgeOptions(device="cpu"))
+        judge.device = "cuda"
+        monkeypatch.setattr(judge, "reference", lambda task: Reference(init_seed=1, seeds=[1], timing_seeds=[2]))
+        calls: list[bool] = []
+
+        def candidate(task, source, ref, base, build, alone=False, guard=guard, calls=calls):
+            calls.append(alone)
+            raise StageFailure(Verdict.fail("runtime_error", f"judge out of GPU memory: {OOM}", guard, **base))
+
+        monkeypatch.setattr(judge, "_candidate", candidate)
+        v = judge.judge(TASK, "class ModelNew: pass\n", "triton")
+        assert calls == [False, True] and v.guard == guard
+        assert v.status == ("runtime_error" if guard == "forward" else "infra_error")
+
+
 def _leased(judge: Judge, gate: MemoryGate) -> Reference:
     """A big task's reference as `_settle` leaves it: holding a 37 GB lease sized from its footprint (released when it
     dies), its measured peak 81 GB."""

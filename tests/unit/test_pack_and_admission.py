@@ -178,3 +178,21 @@ def test_a_worker_killed_by_a_signal_is_named():
     assert describe_exit(1) == "exited (code 1)"
     assert describe_exit(128 + 25) == "killed by signal 25 (SIGXFSZ)"  # the namespace prelude's way
     assert describe_exit(-9) == "killed by signal 9 (SIGKILL)"
+
+
+def test_idle_pre_spawned_workers_contexts_come_off_the_gpus_capacity(monkeypatch):
+    """Each warm worker holds a CUDA context (624 MB on the H200) before any job: sixteen of them, uncounted, were
+    the 10 GB a big task's comparison ran short of. The GPU's capacity in the gate leaves them out."""
+    from kernelzero.judge.admission import WARM_GPU
+    from kernelzero.judge.core import Judge
+    from kernelzero.judge.options import JudgeOptions
+
+    class Props:
+        total_memory = 140 * GB
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: Props())
+    judge = Judge(JudgeOptions(device="cpu", reference_device_gb=32))
+    judge.device, judge.compare_device = "cuda", "cuda:0"
+    cold, warm = judge.capacities(0), judge.capacities(24, warm_here=16)
+    assert cold["gpu"] == 104 * GB and warm["gpu"] == 104 * GB - 16 * WARM_GPU
+    assert warm["host"] < cold["host"]  # all 24 warm workers' resident sets, on the shared host

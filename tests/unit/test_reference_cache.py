@@ -149,3 +149,39 @@ def test_a_big_references_device_outputs_are_counted_before_its_lease_when_the_n
     judge._keep(ref)
     assert not ref.on_device and ref.outputs[0][0].device.type == "meta"
     gate.release(others)
+
+
+def test_a_reference_larger_than_the_device_budget_is_never_held_there_clamped():
+    """The gate clamps an amount past a resource's capacity to it: a 38 GB reference taken into the 32 GB budget
+    hid 6 GB from admission. One larger than the budget stays under its task's own hold, where its candidates'
+    admission counts it, and the references already in the budget are not evicted for it."""
+    n = 2 * 1024 * 4
+    judge = Judge(JudgeOptions(device="cpu"))
+    judge.device, judge.compare_device = "cuda", "meta"
+    gate = MemoryGate({"gpu": 100 * n, "refs:gpu": n // 2, "host": 100 * n, "big:gpu": 1})
+    judge.set_gate(gate, "gpu")
+    judge._refs["small"] = small = _ref(64)
+    small.on_device = True
+    ref = _ref(1024)
+    ref.outputs, ref.replay_outputs = [[ref.outputs[0][0].to("meta")]], [[ref.replay_outputs[0][0].to("meta")]]
+    ref.lease = {"gpu": 10 * n, "host": 3 * n}
+    judge._settle(ref, gate.acquire({"gpu": 30 * n, "host": 5 * n, "big:gpu": 1}))
+    judge._keep(ref)
+    assert not ref.on_device and gate.held["refs:gpu"] == 0 and list(judge._refs) == ["small"]
+    assert judge._own_gpu(ref) == n  # its outputs, counted in the GPU's share
+    assert gate.held["gpu"] == 11 * n
+
+
+def test_a_candidate_given_all_the_gpu_its_reference_leaves_clears_the_gpu_first():
+    """`_whole_gpu`: a candidate whose need was clamped to what its reference's own outputs leave may use more than
+    it holds, so the idle references kept in their own budget leave the GPU before it runs."""
+    n = 2 * 1024 * 4
+    judge = Judge(JudgeOptions(device="cpu"))
+    judge.device, judge.compare_device = "cuda", "meta"
+    gate = MemoryGate({"gpu": 12 * n, "refs:gpu": n, "host": 100 * n})
+    judge.set_gate(gate, "gpu")
+    ref = _ref(1024)
+    ref.holds = {"gpu": 3 * n}  # its outputs on the GPU, no lease
+    assert judge._whole_gpu({"gpu": 9 * n}, ref)
+    assert not judge._whole_gpu({"gpu": 8 * n}, ref)
+    assert not judge._whole_gpu({"host": n}, ref)  # no GPU in the gate's view: nothing to clear

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kernelzero.judge.core import Reference
 
 LEASE_BYTES = GB  # a task keeping more outputs than this reserves a candidate's share with its reference
+WARM_GPU = 2 * GB // 3  # an idle pre-spawned worker's CUDA context on its GPU (624 MB measured on the H200)
 
 
 def _seeds(n: int) -> list[int]:
@@ -87,11 +88,12 @@ class MemoryPlanning:
     def set_gate(self, gate: MemoryGate, gpu_key: str) -> None:
         self._gate, self.gpu_key = gate, gpu_key
 
-    def capacities(self, warm_workers: int) -> dict[str, int]:
-        """This judge's resources in a gate: its GPU, the references it may keep there, and the host's memory."""
+    def capacities(self, warm_workers: int, warm_here: int = 0) -> dict[str, int]:
+        """This judge's resources in a gate: its GPU, the references it may keep there, and the host's memory.
+        `warm_workers`: idle pre-spawned workers in all (host memory); `warm_here`: those on this judge's GPU."""
         caps = {"host": self._host_capacity(warm_workers)}
         if self.device == "cuda":
-            caps[self.gpu_key] = self._gpu_capacity()
+            caps[self.gpu_key] = self._gpu_capacity(warm_here)
             caps[f"refs:{self.gpu_key}"] = int(self.options.reference_device_gb * GB)
             caps[self._big_key] = 1  # one big task's reference at a time (`_admit_reference`)
         return caps
@@ -104,15 +106,25 @@ class MemoryPlanning:
         """Device bytes `ref` holds in the gate for its own outputs (a big task's, kept on the GPU: `_settle`)."""
         return max(0, ref.holds.get(self.gpu_key, 0) - (ref.lease or {}).get(self.gpu_key, 0))
 
-    def _gpu_capacity(self) -> int:
+    def _whole_gpu(self, need: dict[str, int], ref: Reference) -> bool:
+        """Whether a candidate admitted with `need` holds all the GPU its task's reference leaves: its estimate was
+        clamped there, so it may use more, and the references kept in their own budget leave first
+        (`_await_free_gpu`): a 7.5 GB RMSNorm's candidate, its copies in the judge and its reference's outputs
+        together take 106 of the GPU's 140 GB."""
+        cap = self.gate().capacity.get(self.gpu_key)
+        return cap is not None and need.get(self.gpu_key, 0) + self._own_gpu(ref) >= cap
+
+    def _gpu_capacity(self, warm_workers: int = 0) -> int:
         """Device bytes this judge's workers may take: the GPU's memory less the judge's own context, comparison
-        chunks and kept references, or `gpu_memory_gb` when set."""
+        chunks and kept references, and the CUDA contexts of `warm_workers` idle pre-spawned workers (624 MB each on
+        the H200: sixteen of them, uncounted, were the 10 GB a 7.5 GB RMSNorm's comparison ran short of), or
+        `gpu_memory_gb` when set."""
         o = self.options
         if o.gpu_memory_gb:
             return int(o.gpu_memory_gb * GB)
         index = torch.device(self.compare_device or "cuda").index or 0
         total = torch.cuda.get_device_properties(index).total_memory
-        return int(total - (o.reference_device_gb + 4) * GB)
+        return int(total - (o.reference_device_gb + 4) * GB - warm_workers * WARM_GPU)
 
     def _host_capacity(self, warm_workers: int) -> int:
         """Host bytes admitted workers may take: 80% of what the machine has free, less the judge's own process with
@@ -193,7 +205,10 @@ class MemoryPlanning:
             return
         gate = self.gate()
         held = None
-        if self.compare_device not in (None, "cpu"):  # its own budget: never held against a waiting worker
+        # Its own budget, never held against a waiting worker, and never clamped: a 38 GB reference held as the
+        # budget's 32 GB hid 6 GB from the gate. One larger than the budget stays under its task's own hold
+        # (`_settle`), where its candidates' admission counts it.
+        if self.compare_device not in (None, "cpu") and n <= gate.capacity.get(f"refs:{self.gpu_key}", 0):
             with self._lock:
                 self._evict_from_device(gate, n)
             # jump: only `_keep` asks for this budget, so workers waiting in the gate (a big task's reference,

@@ -31,7 +31,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import torch
@@ -194,6 +194,8 @@ class Judge(MemoryPlanning, Comparing):
                 # beside other workers, maybe (a wrong estimate is the judge's fault): once more with the GPU to
                 # itself, where running out of memory again is the candidate's own
                 verdict = self._attempt(task, source, ref, base, build, alone=True)
+                if verdict.guard in ("load", "compare") and out_of_memory(verdict.feedback):  # alone, still short:
+                    verdict = replace(verdict, status="infra_error")  # the judge's memory, not the kernel
             return verdict
         finally:
             if self._on_device(ref.footprint):  # its outputs' copies here, freed: give the blocks back to the GPU
@@ -450,7 +452,7 @@ class Judge(MemoryPlanning, Comparing):
         try:
             with _stopwatch(stage_s, "wait_memory"):  # admitted by its task's memory, beside the other workers
                 need = self._admit_candidate(ref, admitted, alone)
-            if alone:
+            if alone or self._whole_gpu(need, ref):
                 with _stopwatch(stage_s, "wait_free"):
                     self._await_free_gpu(less=self._own_gpu(ref))
             # The GPU slot after the memory, never before: a slot holder waiting in the gate behind a reference that
@@ -494,8 +496,11 @@ class Judge(MemoryPlanning, Comparing):
                 raise fail("incorrect", f"output structure {got} != {ref.structures[0]}", "structure")
             with _waited(stage_s, "wait_compare", self._trials_guard()):  # GPU work: never while a module is timed
                 with _stopwatch(stage_s, "compare"):
-                    worst = self._compare_trials(ref, outputs, replay, fail)
-                    self._compare_wide(ref, data.get("wide"), fail)
+                    try:
+                        worst = self._compare_trials(ref, outputs, replay, fail)
+                        self._compare_wide(ref, data.get("wide"), fail)
+                    except torch.OutOfMemoryError as exc:  # the judge's own shortage: rerun alone (`judge`)
+                        raise fail("runtime_error", f"judge out of GPU memory comparing: {exc}", "compare") from None
             violation = library_op_violation(ref.ops, msg.ops, msg.launches, o.library_ops)
             if violation is not None:
                 raise fail("rejected", violation, "no_custom_kernel")

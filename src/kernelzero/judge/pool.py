@@ -123,7 +123,7 @@ class JudgePool:
         n_warm = len(self.judges) * (2 * (slots_per_gpu or 0) if self.farm is not None else self.workers) if warm else 0
         capacity: dict[str, int] = {}
         for judge in self.judges:
-            capacity.update(judge.capacities(n_warm))
+            capacity.update(judge.capacities(n_warm, n_warm // len(self.judges)))
         self.gate = MemoryGate(capacity)
         for judge in self.judges:
             judge.set_gate(self.gate, judge.gpu_key)

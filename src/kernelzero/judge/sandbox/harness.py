@@ -145,11 +145,13 @@ class Bound:
             self.synchronize = torch.cuda.synchronize
             self.elapsed = torch.cuda.Event.elapsed_time
             self.sleep = torch.cuda._sleep  # a kernel that spins for a number of GPU cycles (timing's launch cover)
+            self.empty_cache = torch.cuda.empty_cache
         else:  # host clocks, for the timing protocol on CPU (JudgeOptions.timing_on_cpu)
             self.event = _host_event(time.perf_counter)
             self.synchronize = lambda: None
             self.elapsed = lambda start, end: (end.t - start.t) * 1e3
             self.sleep = None
+            self.empty_cache = lambda: None
 
     def writer(self, name: str) -> PackWriter:
         """A writer into the sandbox's `name` memfd (`sandbox.OUTPUTS`): tensors go in as they are produced
@@ -188,7 +190,11 @@ class Bound:
     def seal(self, name: str, writer: PackWriter, obj) -> None:
         """Finish `writer`'s pack with `obj` (its tensors already added) and seal the memfd: from then on nobody,
         candidate code included, can change what the judge reads. Signals are blocked and the garbage collector
-        paused for the trailer and the seal, so no candidate code (a signal handler, a finalizer) runs between."""
+        paused for the trailer and the seal, so no candidate code (a signal handler, a finalizer) runs between.
+        First the allocator's cached blocks go back to the driver: the judge copies the outputs next, beside this
+        worker (a 7.5 GB RMSNorm's candidate kept 26 GB of freed inputs and outputs cached while the judge copied
+        30 GB of its outputs, beside the reference's 38 GB: the judge ran out of memory)."""
+        self.empty_cache()
         mask = self._sigmask(self._signal.SIG_BLOCK, self._signal.valid_signals())
         collecting = self._gc.isenabled()
         self._gc.disable()
