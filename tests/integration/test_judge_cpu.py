@@ -35,10 +35,11 @@ EXPECTED = {
 @pytest.fixture(scope="module")
 def pool():
     # Static guards off: these fixtures test the sandbox's containment (segfaults, killing the parent), which must
-    # hold for code the static rules miss. tests/adversarial covers the guards themselves.
+    # hold for code the static rules miss. tests/adversarial covers the guards themselves. The Triton front check
+    # off as well: the compile error fixture is then the worker's to find (tests/unit/test_triton_front.py).
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(core, "STATIC_CHECKS", [])
-        with JudgePool(JudgeOptions(device="cpu", run_timeout_s=8), workers=2) as p:
+        with JudgePool(JudgeOptions(device="cpu", run_timeout_s=8, front_check=False), workers=2) as p:
             yield p
 
 

@@ -63,6 +63,7 @@ from kernelzero.judge.sandbox.messages import (
     parse,
 )
 from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes, describe_exit, isolation_mode
+from kernelzero.judge.triton_front import front_verdict
 from kernelzero.judge.verdict import Timing, Verdict
 from kernelzero.judge.wide import wide_plan
 from kernelzero.syntax import parse as parse_source
@@ -260,14 +261,13 @@ class Judge(MemoryPlanning, Comparing):
             tree = parse_source(source)
         except SyntaxError as exc:
             return "format_error", "syntax", f"SyntaxError: {exc.msg} (line {exc.lineno})"
-        names = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-        if "ModelNew" not in names:
+        if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in ast.walk(tree)):
             return "format_error", "no_modelnew", "the solution defines no `class ModelNew`"
         for check in STATIC_CHECKS:
             hit = check(tree, source, backend)
             if hit is not None:
                 return "rejected", hit[0], hit[1]
-        return None
+        return front_verdict(tree, backend) if self.options.front_check else None  # in ms: nothing runs
 
     def _sandbox(self, job: dict[str, Any]) -> Sandbox:
         device_min = int(self.options.device_outputs_mb * 2**20) if self.device == "cuda" else 0

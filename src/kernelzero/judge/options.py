@@ -45,7 +45,9 @@ class JudgeOptions:
     """Before the build farm builds a CUDA candidate, check its device code in seconds (nvcc's front end on the
     torch-free kernels, the `.cu` as written preprocessed: `judge/build/front.py`) and answer `compile_error` at once
     when the build would certainly fail (an identifier nothing declares); in every other case the build runs as
-    without it. Off: every candidate pays its full build."""
+    without it. Off: every candidate pays its full build. For a Triton candidate, its source is read for errors
+    Triton's code generator certainly raises at the first launch (a `tl` function that does not exist, a name bound
+    nowhere, a keyword a `tl` function does not take: `judge/triton_front.py`), answered before any worker starts."""
     run_timeout_s: float = 120.0
     """Wall-clock budget for the correctness trials and, separately, for timing."""
     library_ops: str = "reject"
