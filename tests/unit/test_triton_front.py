@@ -99,3 +99,18 @@ def test_a_deep_expression_is_read_without_recursion():
     deeper = source + "z = " + "+".join(["x"] * 20000) + "\n"
     v = judge.judge(Task(name="relu", source="import torch\n"), deeper, "triton")
     assert (v.status, v.guard) == ("format_error", "syntax") and "too deeply nested" in v.feedback
+
+
+def test_a_pool_answers_it_at_submit_while_its_workers_are_busy():
+    """The static steps run in `JudgePool.submit`: a compile error found there never queues behind running
+    candidates (here the pool's one thread is taken by a candidate that hangs until its timeout)."""
+    from kernelzero.judge.pool import JudgePool
+
+    fixtures = Path(__file__).parents[1] / "fixtures" / "judge"
+    task = Task.from_file(fixtures / "relu_task.py")
+    with JudgePool(JudgeOptions(device="cpu", run_timeout_s=2), workers=1, warm=False) as pool:
+        hang = pool.submit(task, (fixtures / "relu_timeout.py").read_text(), "triton")
+        early = pool.submit(task, OK.replace("tl.arange", "tl.arrange"), "triton")
+        assert early.done() and not hang.done()
+        assert (early.result().status, early.result().guard) == ("compile_error", "compile")
+        assert hang.result().status == "timeout"

@@ -175,6 +175,14 @@ class JudgePool:
             if self.dedupe and key in self._inflight:
                 self.stats["deduped"] += 1
                 return _copy_future(self._inflight[key])
+        if self.judges and self.judges[0]._static(source, backend) is not None:
+            # Syntax, the static guards, Triton's front check: answered here in milliseconds, never queued behind
+            # the candidates running (a batch's Triton compile errors waited a minute for a thread on 2 cores).
+            done = Future()
+            done.set_result(self.judges[0].judge(task, source, backend))  # returns at its static step: no worker
+            with self._lock:
+                self.stats["judged"] += 1
+            return done
         self._pending.acquire()  # back-pressure, outside the lock so completions can proceed
         with self._lock:
             if self.dedupe and key in self._inflight:  # an identical request got in while we waited
