@@ -34,7 +34,10 @@ DYNAMIC = {"globals", "setattr", "exec", "eval", "vars", "builtins", "__builtins
 
 def front_verdict(tree: ast.Module, backend: str) -> tuple[str, str, str] | None:
     """(status, guard, feedback) for a Triton candidate whose launch certainly fails to compile, else None."""
-    why = triton_front_check(tree) if backend == "triton" else None
+    try:
+        why = triton_front_check(tree) if backend == "triton" else None
+    except Exception:  # a shortcut only: whatever it cannot read, the worker judges as before
+        return None
     return None if why is None else ("compile_error", "compile", why)
 
 
