@@ -83,7 +83,7 @@ def test_the_judge_answers_it_before_any_worker_or_reference():
     judge.farm = None
     v = judge.judge(Task(name="relu", source="import torch\n"), OK.replace("tl.arange", "tl.arrange"), "triton")
     assert (v.status, v.guard) == ("compile_error", "compile") and "arrange" in v.feedback
-    assert Judge(JudgeOptions(device="cpu", front_check=False))._static(OK.replace("tl.arange", "tl.arrange"),
+    assert Judge(JudgeOptions(device="cpu", front_check=False)).static_check(OK.replace("tl.arange", "tl.arrange"),
                                                                         "triton") is None  # fmt: skip
 
 

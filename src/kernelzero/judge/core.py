@@ -172,7 +172,7 @@ class Judge(MemoryPlanning, Comparing):
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         base = {"backend": backend, "device": self.device, "env": self.env, "task": task.name,
                 "candidate_hash": source_hash(source, backend)}  # fmt: skip
-        static = self._static(source, backend)
+        static = self.static_check(source, backend)
         if static is not None:
             return Verdict.fail(static[0], static[2], guard=static[1], **base)
         if backend == "cuda" and self.device != "cuda":
@@ -255,8 +255,8 @@ class Judge(MemoryPlanning, Comparing):
         shared = getattr(self.timing_lock, "shared", None)  # a SharedExclusiveLock when a pool set one
         return shared() if shared is not None else contextlib.nullcontext()
 
-    # ------------------------------------------------------------------ stages
-    def _static(self, source: str, backend: str) -> tuple[str, str, str] | None:
+    def static_check(self, source: str, backend: str) -> tuple[str, str, str] | None:
+        """(status, guard, feedback) the source alone decides, in milliseconds with nothing run; else None."""
         try:
             tree = parse_source(source)
         except SyntaxError as exc:

@@ -175,7 +175,7 @@ class JudgePool:
             if self.dedupe and key in self._inflight:
                 self.stats["deduped"] += 1
                 return _copy_future(self._inflight[key])
-        if self.judges and self.judges[0]._static(source, backend) is not None:
+        if self.judges and self.judges[0].static_check(source, backend) is not None:
             # Syntax, the static guards, Triton's front check: answered here in milliseconds, never queued behind
             # the candidates running (a batch's Triton compile errors waited a minute for a thread on 2 cores).
             done = Future()
