@@ -119,18 +119,18 @@ class JudgePool:
         else:
             default = max(1, os.cpu_count() or 2)
         self.workers = workers or default
+        # Pre-spawned workers per judge (none without `warm`): on a GPU twice the slots, so a burst (a GRPO batch,
+        # its references included) finds warm workers.
+        per_judge = (2 * (slots_per_gpu or 0) if self.farm is not None else self.workers) if warm else 0
         # One admission gate for every judge: a GPU each, and the host's memory, which they share.
-        n_warm = len(self.judges) * (2 * (slots_per_gpu or 0) if self.farm is not None else self.workers) if warm else 0
         capacity: dict[str, int] = {}
         for judge in self.judges:
-            capacity.update(judge.capacities(n_warm, n_warm // len(self.judges)))
+            capacity.update(judge.capacities(len(self.judges) * per_judge, per_judge))
         self.gate = MemoryGate(capacity)
         for judge in self.judges:
             judge.set_gate(self.gate, judge.gpu_key)
         self._warm: list[WarmSandboxes] = []
         if warm:  # pre-spawned workers: a candidate does not wait for a process start and `import torch`
-            # GPU: twice the slots, so a burst (a GRPO batch, its references included) finds warm workers
-            per_judge = 2 * (slots_per_gpu or 0) if self.farm is not None else self.workers
             for judge in self.judges:
                 judge.warm = WarmSandboxes(per_judge, judge.device, judge.options.memory_limit_gb, judge.sandbox_env)
                 self._warm.append(judge.warm)
