@@ -114,3 +114,6 @@ def test_a_pool_answers_it_at_submit_while_its_workers_are_busy():
         assert early.done() and not hang.done()
         assert (early.result().status, early.result().guard) == ("compile_error", "compile")
         assert hang.result().status == "timeout"
+        bad = pool.submit(task, "class ModelNew(:\n", "fortran")  # an unknown backend: raised by the future,
+        with pytest.raises(ValueError, match="backend"):  # as for every request, not by `submit`
+            bad.result()

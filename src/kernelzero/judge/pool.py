@@ -179,7 +179,10 @@ class JudgePool:
             # Syntax, the static guards, Triton's front check: answered here in milliseconds, never queued behind
             # the candidates running (a batch's Triton compile errors waited a minute for a thread on 2 cores).
             done = Future()
-            done.set_result(self.judges[0].judge(task, source, backend))  # returns at its static step: no worker
+            try:
+                done.set_result(self.judges[0].judge(task, source, backend))  # returns at its static step: no worker
+            except Exception as exc:  # e.g. an unknown backend: raised by the future, as for every request
+                done.set_exception(exc)
             with self._lock:
                 self.stats["judged"] += 1
             return done
