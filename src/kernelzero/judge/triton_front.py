@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+from collections import Counter
 
 DYNAMIC = {"globals", "setattr", "exec", "eval", "vars", "builtins", "__builtins__", "__dict__", "locals"}
 
@@ -47,16 +48,17 @@ def triton_front_check(tree: ast.Module) -> str | None:
         import triton.language as language
     except ImportError:  # no Triton here: the worker reports what it finds
         return None
-    tl = _language_aliases(tree)
+    bindings, dynamic = _bindings(tree)
+    tl = _imported_once(tree, bindings, "language")
     if not tl:
         return None
-    bound = _bound_names(tree)  # the kernel's parameters and locals among them
-    jit = _jit_aliases(tree)
+    names = None if dynamic else set(bindings)  # the kernel's parameters and locals among them
+    jit = _imported_once(tree, bindings, "jit")
     kernels = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef) and _is_jit(f, jit)}
-    for name in _launched(tree, set(kernels)):
+    for name in _launched(tree, bindings, set(kernels)):
         for stmt in _visited(kernels[name].body):
             for node in _evaluated(stmt):
-                why = _fault(node, tl, language, bound)
+                why = _fault(node, tl, language, names)
                 if why is not None:
                     return f"compile failed (front check, nothing run): {why} in `{name}` (line {node.lineno})"
     return None
@@ -91,60 +93,45 @@ def _parameters(fn) -> set[str] | None:
     return {p.name for p in params}
 
 
-def _language_aliases(tree: ast.Module) -> set[str]:
-    """Names bound to `triton.language` by a module-level import and never bound to anything else."""
-    aliases, others = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                (aliases if a.name == "triton.language" and a.asname else others).add(a.asname or a.name)
-        elif isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                ours = node.module == "triton" and a.name == "language"
-                (aliases if ours else others).add(a.asname or a.name)
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            others.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            others.add(node.name)
-        elif isinstance(node, ast.arg):
-            others.add(node.arg)
-    return aliases - others
-
-
-def _bound_names(tree: ast.Module) -> set[str] | None:
-    """Every name the module binds anywhere, in any scope; None when something could bind names unseen."""
-    names: set[str] = set()
+def _bindings(tree: ast.Module) -> tuple[Counter, bool]:
+    """How many times the module binds each name, anywhere, in any scope (assignments, imports, definitions,
+    parameters, `global`, `except ... as`, `match` captures); and whether something could bind names unseen."""
+    count: Counter = Counter()
+    dynamic = False
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-            return None
+            dynamic = True
         if isinstance(node, (ast.Name, ast.Attribute)) and (getattr(node, "id", None) or node.attr) in DYNAMIC:
-            return None
+            dynamic = True
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
+            count[node.id] += 1
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            count.update((a.asname or a.name).split(".")[0] for a in node.names)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
+            count[node.name] += 1
         elif isinstance(node, ast.arg):
-            names.add(node.arg)
+            count[node.arg] += 1
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            names.update(node.names)
+            count.update(node.names)
         elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
+            count[node.name] += 1
         elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
-            names.add(node.name)
+            count[node.name] += 1
         elif isinstance(node, ast.MatchMapping) and node.rest:
-            names.add(node.rest)
-    return names
+            count[node.rest] += 1
+    return count, dynamic
 
 
-def _jit_aliases(tree: ast.Module) -> set[str]:
-    """Names bound to `triton.jit` (`from triton import jit`), never rebound; `triton.jit` itself is always one."""
-    ours = {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "triton"
-            for a in n.names if a.name == "jit"}  # fmt: skip
-    bound = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
-    bound += [n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-    return ours - set(bound)
+def _imported_once(tree: ast.Module, bindings: Counter, what: str) -> set[str]:
+    """Names bound to `triton.<what>` (`import triton.language as tl`, `from triton import jit`) by that import
+    alone, never bound again. (`triton.jit` itself is recognised as written: `_is_jit`.)"""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.asname for a in node.names if a.name == f"triton.{what}" and a.asname}
+        elif isinstance(node, ast.ImportFrom) and node.module == "triton":
+            names |= {a.asname or a.name for a in node.names if a.name == what}
+    return {n for n in names if bindings[n] == 1}
 
 
 def _is_jit(fn: ast.FunctionDef, jit: set[str]) -> bool:
@@ -155,13 +142,11 @@ def _is_jit(fn: ast.FunctionDef, jit: set[str]) -> bool:
     return False
 
 
-def _launched(tree: ast.Module, kernels: set[str]) -> list[str]:
+def _launched(tree: ast.Module, bindings: Counter, kernels: set[str]) -> list[str]:
     """The kernels every forward certainly launches, in order (see the module's contract)."""
-    defined = [n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    kernels = {k for k in kernels if defined.count(k) == 1 and k not in stored}
+    kernels = {k for k in kernels if bindings[k] == 1}  # its definition, and nothing else of that name
     helpers = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name not in kernels
-               and defined.count(f.name) == 1 and f.name not in stored}  # fmt: skip
+               and bindings[f.name] == 1}  # fmt: skip
     model = [c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "ModelNew"]
     if len(model) != 1 or not _plain_module(model[0]) or any(
             isinstance(n, ast.Attribute) and n.attr in ("forward", "__call__") and not isinstance(n.ctx, ast.Load)
