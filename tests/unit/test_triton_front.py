@@ -67,6 +67,12 @@ def test_what_is_not_certain_is_left_to_the_worker(change):
     assert faulty.replace(*change) != faulty and check(faulty.replace(*change)) is None
 
 
+def test_a_module_that_could_rebind_names_unseen_is_not_concluded_on():
+    """`globals()` could rebind `tl` itself, to a module that has `arrange`."""
+    source = OK.replace("tl.arange", "tl.arrange").replace("import torch\n", "import torch\nglobals()['tl'] = None\n")
+    assert check(source) is None
+
+
 def test_faults_inside_a_branch_or_an_unrolled_loop_are_not_concluded():
     kernel_if = OK.replace("    x = tl.load(", "    if n > 0:\n        x = tl.arrange(0, 4)\n    x = tl.load(")
     assert check(kernel_if) is None  # a branch on a constant may be pruned

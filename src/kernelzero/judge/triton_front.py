@@ -8,6 +8,8 @@ in milliseconds, in the judge's process: nothing of the candidate runs, and only
 
 Contract: an answer only where the real launch would certainly fail, else None (the candidate is judged as before).
 Certain means all of:
+- nothing in the module could bind names unseen (`import *`, `globals`, `setattr`, `exec`, `eval`, `vars`,
+  `builtins`);
 - `ModelNew` is a plain `nn.Module` (no `__call__` of its own) and its one `forward` is never rebound;
 - the kernel (a module-level `@triton.jit` function, defined once, its name never rebound) is launched
   (`kernel[grid](...)`) in a statement that every call of `ModelNew.forward` reaches: one of forward's own top-level
@@ -18,8 +20,7 @@ Certain means all of:
   statements before any `return`, and the bodies of its `for` loops over `range`/`tl.range` (generated whatever
   their trip count; `tl.static_range` and `if`, whose branches may be pruned as constants, are not looked into);
 - the fault is one of: `tl.X` where `triton.language` has no `X`; a name bound nowhere in the module (no assignment,
-  import, definition or parameter of that name anywhere, no builtin of that name, and no `import *`, `globals`,
-  `setattr`, `exec`, `eval`, `vars` or `builtins` anywhere that could make one); a keyword argument that a plain
+  import, definition or parameter of that name anywhere, no builtin of that name); a keyword argument that a plain
   `triton.language` function's signature does not have (one taking `**kwargs`, a JIT helper or a type is skipped).
 """
 
@@ -50,9 +51,9 @@ def triton_front_check(tree: ast.Module) -> str | None:
         return None
     bindings, dynamic = _bindings(tree)
     tl = _imported_once(tree, bindings, "language")
-    if not tl:
+    if dynamic or not tl:  # `globals()["tl"] = ...` rebinds an alias as surely as a name the kernel reads
         return None
-    names = None if dynamic else set(bindings)  # the kernel's parameters and locals among them
+    names = set(bindings)  # the kernel's parameters and locals among them
     jit = _imported_once(tree, bindings, "jit")
     kernels = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef) and _is_jit(f, jit)}
     for name in _launched(tree, bindings, set(kernels)):
@@ -64,11 +65,11 @@ def triton_front_check(tree: ast.Module) -> str | None:
     return None
 
 
-def _fault(node: ast.AST, tl: set[str], language, names: set[str] | None) -> str | None:
+def _fault(node: ast.AST, tl: set[str], language, names: set[str]) -> str | None:
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in tl:
         if not hasattr(language, node.attr):
             return f"AttributeError: module 'triton.language' has no attribute '{node.attr}'"
-    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and names is not None:
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
         if node.id not in names and not hasattr(builtins, node.id):
             return f"NameError: name '{node.id}' is not defined"
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
