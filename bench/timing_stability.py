@@ -9,11 +9,13 @@
   crashes, hangs) with the 16 among them, all submitted at once to one pool, so builds, checks and other candidates'
   work run beside each timing.
 
-Every pass uses new sources (a comment differs), so no verdict is reused; builds go through one cache folder, as a
-restarted judge's would. Per candidate: its speedups over eager, their spread ((max - min) / median), its median
-kernel time, and how many of its verdicts flag the speed as noisy (`Verdict.speed_noisy`). A candidate passes when its
-spread is within 5% (kernels of 50 us or more) or 15% (launch-bound, under 50 us), or every one of its verdicts flags
-its speed as noisy (then no reward counts it). Exits 1 if any candidate fails, 2 on bad arguments.
+A fresh pool reuses no verdict, so the alone passes judge the same sources and their CUDA builds come from one cache
+folder after the first pass, as a restarted judge's would; each batch pass uses new sources (a comment differs), so
+the other candidates' builds and checks run again beside the timed ones. Per candidate: its speedups over eager, their
+spread ((max - min) / median), its median kernel time, and how many of its verdicts flag the speed as noisy
+(`Verdict.speed_noisy`). A candidate passes when its spread is within 5% (kernels of 50 us or more) or 15% (launch-
+bound, under 50 us), or every one of its verdicts flags its speed as noisy (then no reward counts it). Exits 1 if any
+candidate fails, 2 on bad arguments.
 
     python bench/timing_stability.py --out timing_stability.json            # H200: about 7 minutes
     python bench/timing_stability.py --no-launch-cover --out before.json    # the same without the launch cover
@@ -66,6 +68,15 @@ def judge_in_batch(cases: list, batch: list, pool, mark: str) -> list:
     return verdicts[len(batch) :]
 
 
+def progress(out: Path | None, runs: dict) -> None:
+    """After each pass, the figures so far (a run cut short keeps them): per candidate, (where, speedup, median ms)."""
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        raw = {name: [[k, v.status, v.speedup_eager, v.runtime.median_ms if v.runtime else None, v.speed_noise]
+                      for k, v in vs] for name, vs in runs.items()}  # fmt: skip
+        out.with_suffix(".partial.json").write_text(json.dumps(raw, indent=1) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3, help="passes alone and passes in the batch (default 3 each)")
@@ -91,14 +102,16 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, list] = {c.name: [] for c in cases}
     t0 = time.perf_counter()
     for r in range(args.repeats):
-        for c, v in zip(cases, judge_alone(cases, opts, cache, f"\n# alone, pass {r}\n")):
+        for c, v in zip(cases, judge_alone(cases, opts, cache, "\n# alone\n")):
             runs[c.name].append(("alone", v))
         print(f"alone pass {r + 1}: {time.perf_counter() - t0:.0f} s", flush=True)
+        progress(args.out, runs)
     with JudgePool(opts, cache_dir=str(cache)) as pool:
         for r in range(args.repeats):
             for c, v in zip(cases, judge_in_batch(cases, batch, pool, f"\n# batch, pass {r}\n")):
                 runs[c.name].append(("batch", v))
             print(f"batch pass {r + 1}: {time.perf_counter() - t0:.0f} s", flush=True)
+            progress(args.out, runs)
 
     rows, failed = [], 0
     print(f"\n{'candidate':<28} {'kernel us':>9} {'speedups alone | in batch':<44} {'spread':>7} {'noisy':>5}  ok")
