@@ -5,7 +5,7 @@
 # `lean_audit` when no table matches the machine's torch headers: it writes one, into the tree and $OUT).
 # KZ_SWEEP_FROM=DIR: a carried sweep folder (e.g. .kb/sweep, from an earlier call's $OUT) the sweep step resumes.
 # KZ_MEMLOG=0 turns off $OUT/mem.log (host and GPU memory every 3 s, the three largest processes).
-# Steps (KZ_STEPS): gpu_tests timing lean_audit pch_check throughput stability front_check ablation first_call train eval sweep big; on 2+ GPUs: coder2
+# Steps (KZ_STEPS): gpu_tests timing lean_audit pch_check throughput stability probe front_check ablation first_call train eval sweep big; on 2+ GPUs: coder2
 # multi_gpu.
 set -uo pipefail
 OUT="${OUT:-/tmp/kz-out}"; mkdir -p "$OUT"
@@ -48,6 +48,7 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
               --out /tmp/kz-coder2 && cp /tmp/kz-coder2/steps.jsonl $OUT/coder2_steps.jsonl" ;;
     stability) step stability timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/timing_stability.py \
               --out "$OUT/timing_stability.json" ${KZ_STABILITY_ARGS:-} ;;
+    probe) step probe timeout 300 python3 bench/timing_probe.py --out "$OUT/probe.json" ;;
     front_check) step front_check timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/front_check.py ${KZ_FRONT_ARGS:-} ;;
     ablation) step ablation timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/build_ablation.py --out "$OUT/ablation.json" ;;
     multi_gpu) step multi_gpu timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/multi_gpu.py --out "$OUT/multi_gpu.json" ;;

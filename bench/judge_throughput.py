@@ -84,10 +84,12 @@ def _kb_eval_fresh(args: tuple) -> bool:
 
 
 def kernelbench_way(items: list[tuple[str, str, str, str]], device: str, work: Path, mode: str = "fresh",
-                    built: dict | None = None, timeout_s: float | None = None) -> dict:  # fmt: skip
+                    built: dict | None = None, timeout_s: float | None = None, progress=None) -> dict:  # fmt: skip
     """`fresh` (KernelBench's batch_eval with one GPU: each candidate evaluated by a newly spawned `mp.Pool`, so a
     process start, `import torch` and a cold Triton JIT per candidate) or `warm` (every candidate in this one
-    process: an optimistic bound KernelBench's scripts do not reach). CUDA builds run first on all cores, once."""
+    process: an optimistic bound KernelBench's scripts do not reach). CUDA builds run first on all cores, once.
+    `progress(figures)`, if given, gets the figures so far after the builds and after each evaluation (seconds per
+    candidate under `evals`), so a run cut short keeps what it measured."""
     t0 = time.perf_counter()
     paths = []
     for name, task_src, cand_src, _ in items:
@@ -103,10 +105,13 @@ def kernelbench_way(items: list[tuple[str, str, str, str]], device: str, work: P
                 for (_, cand, _), res in zip(cuda, ex.map(_kb_build, [c[1] for c in cuda], [c[2] for c in cuda])):
                     built[cand] = res
     build_s = time.perf_counter() - t0 if cuda else 0.0
-    ok = 0
+    ok, evals = 0, {}
     for i, (task_path, cand_path, ext_dir) in enumerate(paths):
+        if progress is not None:
+            progress({"mode": mode, "build_s": build_s, "correct": ok, "evals": evals, "n": len(items)})
         if cand_path in built and not built[cand_path][0]:
             continue
+        t1 = time.perf_counter()
         args = (task_path, cand_path, ext_dir, device, f"{mode}_{i}")
         try:
             if mode == "fresh":
@@ -117,9 +122,10 @@ def kernelbench_way(items: list[tuple[str, str, str, str]], device: str, work: P
                 ok += int(_kb_eval(*args))
         except Exception as exc:
             print(f"  kernelbench-way ({mode}): {Path(cand_path).stem}: {type(exc).__name__}: {str(exc)[-200:]}")
+        evals[Path(cand_path).stem] = round(time.perf_counter() - t1, 2)
     wall = time.perf_counter() - t0
     return {"mode": mode, "wall_s": wall, "build_s": build_s, "correct": ok, "n": len(items),
-            "per_min": 60 * len(items) / wall, "built": built}  # fmt: skip
+            "per_min": 60 * len(items) / wall, "evals": evals, "built": built}  # fmt: skip
 
 
 STEADY_MARK = "\n# steady-state set: a distinct source, so no build, Triton kernel or verdict is reused\n"
@@ -254,6 +260,18 @@ def _summary(items: list, verdicts: list, wall: float) -> dict:
             "stage_total_s": sum_stage, "statuses": [v.status for v in verdicts]}  # fmt: skip
 
 
+def _commit() -> str | None:
+    """The working tree's commit, for figures kept across runs (None outside a git checkout)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).parent)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
@@ -303,10 +321,36 @@ def main() -> None:
         help="then start a second judge process with the same build cache and judge the candidates again as new "
         "sources: candidates per minute and the first verdict's seconds, both from that process's spawn",
     )
+    ap.add_argument(
+        "--kernelbench-only",
+        action="store_true",
+        help="measure only the KernelBench way (written to --out, with every candidate's name): it does not depend "
+        "on our code, so one measurement per candidate set serves later runs through --kernelbench-from",
+    )
+    ap.add_argument(
+        "--kernelbench-from",
+        type=Path,
+        default=None,
+        help="a --kernelbench-only run's JSON for the same candidates (checked by name): its figures stand in for "
+        "measuring the KernelBench way again",
+    )
+    ap.add_argument("--skip-kernelbench", action="store_true",
+                    help="measure our judge only (every ratio printed is then nan): for a look at our side alone")
     ap.add_argument("--timeout", type=float, default=None, help="seconds per evaluation for both ways (mix: 30)")
     ap.add_argument("--out", default=None, help="write the figures as JSON here (rewritten after each backend)")
     args = ap.parse_args()
 
+    measured = None
+    if args.kernelbench_from:
+        try:
+            measured = json.loads(args.kernelbench_from.read_text())
+        except (OSError, ValueError) as exc:
+            print(f"judge_throughput: --kernelbench-from {args.kernelbench_from}: {exc}", file=sys.stderr)
+            sys.exit(2)
+        if args.warm_bound or args.kernelbench_only:
+            print("judge_throughput: --kernelbench-from measures nothing of the KernelBench way (no --warm-bound, "
+                  "no --kernelbench-only)", file=sys.stderr)  # fmt: skip
+            sys.exit(2)
     work = Path(tempfile.mkdtemp(prefix="kz-throughput-"))
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")  # cold for both ways
     import torch
@@ -327,15 +371,39 @@ def main() -> None:
         every = [(c.name, c.task, c.source, c.backend) for c in mixed]
         expected = {c.name: c.expected for c in mixed}
     results: dict = {"device": device, "cpus": os.cpu_count(), "torch": torch.__version__,
-                     "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None}  # fmt: skip
+                     "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
+                     "date": time.strftime("%Y-%m-%d"), "commit": _commit()}  # fmt: skip
     for backend in backends:
         items = [c for c in every if c[3] == backend]
         (work / backend).mkdir()
-        print(f"== {backend}: {len(items)} candidates, KernelBench way (fresh process per candidate) ...", flush=True)
-        kb = kernelbench_way(items, device, work / backend, "fresh", timeout_s=timeout)
-        print(f"   {kb['correct']}/{kb['n']} correct, {kb['wall_s']:.1f} s (builds {kb['build_s']:.1f} s), "
-              f"{kb['per_min']:.1f}/min", flush=True)  # fmt: skip
-        built = kb.pop("built")
+        if args.skip_kernelbench:
+            kb, built = {"per_min": float("nan"), "wall_s": None, "correct": None, "n": len(items)}, None
+        elif measured:
+            kb, built = measured[backend]["kernelbench_way"], None
+            if kb.get("names") != [c[0] for c in items]:
+                print(f"judge_throughput: {args.kernelbench_from} holds other {backend} candidates than this run's",
+                      file=sys.stderr)  # fmt: skip
+                sys.exit(2)
+            print(f"== {backend}: KernelBench way from {args.kernelbench_from} (measured {measured.get('date')} at "
+                  f"{measured.get('commit')}): {kb['correct']}/{kb['n']} correct, {kb['wall_s']:.1f} s, "
+                  f"{kb['per_min']:.1f}/min", flush=True)  # fmt: skip
+        else:
+            print(f"== {backend}: {len(items)} candidates, KernelBench way (fresh process per candidate) ...",
+                  flush=True)  # fmt: skip
+            def progress(partial: dict, backend: str = backend) -> None:
+                if args.out:
+                    Path(args.out).write_text(json.dumps({**results, backend: {"partial": partial}}, indent=1))
+
+            kb = kernelbench_way(items, device, work / backend, "fresh", timeout_s=timeout, progress=progress)
+            kb["names"] = [c[0] for c in items]
+            print(f"   {kb['correct']}/{kb['n']} correct, {kb['wall_s']:.1f} s (builds {kb['build_s']:.1f} s), "
+                  f"{kb['per_min']:.1f}/min", flush=True)  # fmt: skip
+            built = kb.pop("built")
+        if args.kernelbench_only:
+            results[backend] = {"kernelbench_way": kb}
+            if args.out:
+                Path(args.out).write_text(json.dumps(results, indent=1))
+            continue
         warm = None
         if args.warm_bound:
             os.environ["TRITON_CACHE_DIR"] = str(work / f"triton-cache-warm-{backend}")

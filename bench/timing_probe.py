@@ -1,0 +1,103 @@
+"""Where a launch-bound figure moves: the judge's own timing protocol (`timing.time_model`) on small eager tasks, run
+again and again under conditions that separate the causes.
+
+For each of a few small tasks of the realistic mix (64 x 256, a few microseconds of GPU work; one or two kernels):
+
+- `repeat`: the same process, the same inputs, the protocol run 5 times back to back;
+- `realloc`: the same process, new inputs (fresh allocations) each of 5 times;
+- `process`: 5 freshly spawned processes, each timing once (what two fresh judgings do);
+- `no_cover`, `no_flush`: the same process and inputs, without the launch cover or without the L2 flush.
+
+Per condition the medians (us) and their spread ((max - min) / median). A cause shows as the condition whose spread
+is large while `repeat`'s is small. Nothing is judged: only trusted eager modules run here.
+
+    python bench/timing_probe.py --out probe.json     # H200: under a minute
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+OPS = ("absdiff", "mul", "softmax", "sigmoid")
+SETS = 3  # input sets rotated, as the judge's timing_sets
+
+
+def _module(op: str):
+    from throughput_cases.mix import _task
+
+    ns: dict = {}
+    exec(compile(_task(op, small=True), f"<task {op}>", "exec"), ns)  # our own task text, no candidate code
+    return ns["Model"]().cuda(), ns["get_inputs"]
+
+
+def _time(op: str, model, inputs: list, **cfg) -> dict:
+    import torch
+
+    from kernelzero.judge.sandbox.harness import Bound
+    from kernelzero.judge.timing import time_model
+
+    out = time_model(torch, Bound(torch), model, inputs, cfg)
+    ev = out["events"]
+    return {"median_us": round(ev["median_ms"] * 1e3, 3), "iqr_us": round(ev["iqr_ms"] * 1e3, 3),
+            "cover_us": out["cover_us"]}  # fmt: skip
+
+
+def _fresh_inputs(get_inputs) -> list:
+    return [[x.cuda() for x in get_inputs()] for _ in range(SETS)]
+
+
+def in_process(op: str, times: int = 5) -> dict:
+    model, get_inputs = _module(op)
+    inputs = _fresh_inputs(get_inputs)
+    _time(op, model, inputs)  # warm the process: first-call costs of every kind
+    return {
+        "repeat": [_time(op, model, inputs) for _ in range(times)],
+        "realloc": [_time(op, model, _fresh_inputs(get_inputs)) for _ in range(times)],
+        "no_cover": [_time(op, model, inputs, launch_cover=False) for _ in range(times)],
+        "no_flush": [_time(op, model, inputs, flush_l2=False) for _ in range(times)],
+    }
+
+
+def one_process(op: str) -> dict:
+    model, get_inputs = _module(op)
+    return _time(op, model, _fresh_inputs(get_inputs))
+
+
+def spread(rows: list[dict]) -> float:
+    m = [r["median_us"] for r in rows]
+    return round((max(m) - min(m)) / statistics.median(m), 4)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--processes", type=int, default=5, help="fresh processes per task (default 5)")
+    ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    args = ap.parse_args(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("timing_probe: no CUDA GPU visible", file=sys.stderr)
+        return 2
+    result = {}
+    spawn = multiprocessing.get_context("spawn")
+    for op in OPS:
+        rows = in_process(op)
+        with spawn.Pool(1, maxtasksperchild=1) as pool:  # a new process for each timing
+            rows["process"] = [pool.apply(one_process, (op,)) for _ in range(args.processes)]
+        result[op] = rows
+        print(f"{op:<8} " + "  ".join(f"{k} {spread(v):6.1%} [{', '.join(str(r['median_us']) for r in v)}]"
+                                      for k, v in rows.items()), flush=True)  # fmt: skip
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
