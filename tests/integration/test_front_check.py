@@ -10,6 +10,7 @@ CUDA_HOME is None: the tests point it at the nvcc on PATH (they compile, never r
 
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,27 @@ def test_the_farm_answers_a_certain_error_without_building(tmp_path, monkeypatch
     assert unsure.status == "built" and ran == [farm.key("load_inline unsure")] and unsure.front.status == "unsure"
     off = farm.build("load_inline certain but off", front=False)
     assert off.status == "built" and off.front is None and len(ran) == 2
+
+
+def test_a_certain_error_does_not_wait_for_a_build_slot(tmp_path, monkeypatch):
+    farm = BuildFarm(str(tmp_path), workers=1, pch=False)
+    running, release = threading.Event(), threading.Event()
+
+    def slow_build(source, key):  # holds the farm's only build slot until released
+        running.set()
+        release.wait(30)
+        return BuildResult("built", "x")
+
+    monkeypatch.setattr(farm, "_run", slow_build)
+    verdicts = {"certain": FrontResult("compile_error", feedback="Error building extension: nvcc says"),
+                "fine": FrontResult("passed")}  # fmt: skip
+    monkeypatch.setattr(farm, "_front_check", lambda source: verdicts[source.split()[-1]])
+    try:
+        building = farm.submit("load_inline fine")
+        assert running.wait(10)
+        certain = farm.submit("load_inline certain").result(timeout=10)  # the slot is still held
+        assert certain.status == "compile_error" and not building.done()
+    finally:
+        release.set()
+    assert building.result(timeout=10).status == "built"
+    farm.close()

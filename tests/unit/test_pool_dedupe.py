@@ -6,6 +6,7 @@ The judge is stubbed (it is not under test here): a counting function that retur
 import asyncio
 import threading
 import time
+from concurrent.futures import Future
 
 import pytest
 
@@ -171,3 +172,64 @@ def test_resize_slots_applies_to_new_candidates_and_a_cpu_pool_has_none(task):
         old.release()  # the running candidate gives its slot back to the semaphore it came from
         with pytest.raises(ValueError):
             old.release()
+
+
+class StubFarm:
+    """A farm whose build of a source marked `broken` is a compile error, answered at once; others never finish."""
+
+    def __init__(self):
+        self.submitted, self.never = [], Future()
+
+    def close(self):
+        pass
+
+    @staticmethod
+    def applies(source):
+        return "load_inline" in source
+
+    def submit(self, source, front=True):
+        from kernelzero.judge.build.farm import BuildResult
+
+        self.submitted.append((source, front))
+        if "broken" not in source:
+            return self.never
+        done = Future()
+        done.set_result(BuildResult("compile_error", feedback="Error building extension: nvcc says"))
+        return done
+
+
+class FarmReadingJudge(StubJudge):
+    """The judge's side: the verdict a build decides (core.Judge.answer_from_build's contract)."""
+
+    options = JudgeOptions(device="cpu")
+
+    def answer_from_build(self, task, source, backend, built):
+        if built.status != "compile_error":
+            return None
+        return Verdict.fail("compile_error", built.feedback, backend=backend, task=task.name)
+
+
+def test_a_compile_error_the_farm_finds_is_answered_before_a_judge_thread_is_free(task):
+    stub = FarmReadingJudge()
+    stub.release.clear()  # every judge thread stays busy
+    farm = StubFarm()
+    with make_pool(stub) as pool:
+        pool.farm = farm
+        busy = [pool.submit(task, f"load_inline ok {i}", "cuda") for i in range(4)]
+        broken = pool.submit(task, "load_inline broken", "cuda")
+        verdict = broken.result(timeout=5)  # the stub judge is still held: this answer came from the build
+        assert (verdict.status, verdict.feedback) == ("compile_error", "Error building extension: nvcc says")
+        assert not any(f.done() for f in busy)
+        # a Triton candidate, or a CUDA source without load_inline, is not sent to the farm
+        pool.submit(task, "triton source", "triton")
+        pool.submit(task, "no extension here", "cuda")
+        assert [s for s, _ in farm.submitted] == [f"load_inline ok {i}" for i in range(4)] + ["load_inline broken"]
+        stub.release.set()
+        assert all(f.result(timeout=5).status == "ok" for f in busy)  # the judge's verdict when the build is silent
+
+
+def test_the_judges_verdict_stands_when_it_comes_first(task):
+    stub = FarmReadingJudge(delay=0.0, status="incorrect")
+    with make_pool(stub) as pool:
+        pool.farm = StubFarm()
+        assert pool.submit(task, "load_inline ok", "cuda").result(timeout=5).status == "incorrect"

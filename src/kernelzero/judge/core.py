@@ -63,6 +63,7 @@ from kernelzero.judge.sandbox.messages import (
     parse,
 )
 from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes, describe_exit, isolation_mode
+from kernelzero.judge.stages import marks, stopwatch, waited
 from kernelzero.judge.triton_front import front_verdict
 from kernelzero.judge.verdict import Timing, Verdict
 from kernelzero.judge.wide import wide_plan
@@ -170,8 +171,7 @@ class Judge(MemoryPlanning, Comparing):
     def judge(self, task: Task, source: str, backend: str) -> Verdict:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        base = {"backend": backend, "device": self.device, "env": self.env, "task": task.name,
-                "candidate_hash": source_hash(source, backend)}  # fmt: skip
+        base = self._base(task, source, backend)
         static = self.static_check(source, backend)
         if static is not None:
             return Verdict.fail(static[0], static[2], guard=static[1], **base)
@@ -201,6 +201,14 @@ class Judge(MemoryPlanning, Comparing):
         finally:
             if self._on_device(ref.footprint):  # its outputs' copies here, freed: give the blocks back to the GPU
                 torch.cuda.empty_cache()  # (cached, they starved the next big task's workers: 'out of memory')
+
+    def _base(self, task: Task, source: str, backend: str) -> dict:
+        return {"backend": backend, "device": self.device, "env": self.env, "task": task.name,
+                "candidate_hash": source_hash(source, backend)}  # fmt: skip
+
+    def answer_from_build(self, task: Task, source: str, backend: str, built) -> Verdict | None:
+        """The verdict a finished farm build decides on its own (a compile error: `judge` gives the same), else None."""
+        return _farm_verdict(built, {}, self._base(task, source, backend))
 
     def _compile_error_first(self, task: Task, build: Future | None, base: dict) -> Verdict | None:
         """A compile error the farm finds (its front check: ~1 s) before the task's reference is ready (10-20 s cold
@@ -293,7 +301,7 @@ class Judge(MemoryPlanning, Comparing):
         (sb.scratch / "task.py").write_text(task.source)
         sb.job["task_path"] = str(sb.scratch / "task.py")
         held: dict[str, int] = {}
-        mark = _marks(ref.stage_s, "ref.")
+        mark = marks(ref.stage_s, "ref.")
         try:
             sb.start()
             deadline = time.monotonic() + o.build_timeout_s + o.run_timeout_s
@@ -450,16 +458,16 @@ class Judge(MemoryPlanning, Comparing):
         admitted = contextlib.ExitStack()
         memory = base["memory"] = _memory_figures(ref, self._on_device(ref.footprint))
         try:
-            with _stopwatch(stage_s, "wait_memory"):  # admitted by its task's memory, beside the other workers
+            with stopwatch(stage_s, "wait_memory"):  # admitted by its task's memory, beside the other workers
                 need = self._admit_candidate(ref, admitted, alone)
             if alone or self._whole_gpu(need, ref):
-                with _stopwatch(stage_s, "wait_free"):
+                with stopwatch(stage_s, "wait_free"):
                     self._await_free_gpu(less=self._own_gpu(ref))
             # The GPU slot after the memory, never before: a slot holder waiting in the gate behind a reference that
             # needs a big task's lease, while that task's candidate waits for a slot, deadlocks the pool.
             slots = self.gpu_slots  # released to the semaphore it came from, even across a resize
             if slots is not None:
-                with _stopwatch(stage_s, "wait_slot"):
+                with stopwatch(stage_s, "wait_slot"):
                     slots.acquire()
                 admitted.callback(slots.release)
             _put(memory, admitted_gpu=need.get(self.gpu_key), admitted_host=need.get("host"))
@@ -468,14 +476,14 @@ class Judge(MemoryPlanning, Comparing):
             if veil is not None:  # how this job's scratch was isolated: a mount point, or `none` where it could not be
                 base["env"] = {**base["env"], "scratch_veil": veil}
             expect(CandidateBuilt, o.build_timeout_s, "build")
-            with _waited(stage_s, "wait_trials", self._trials_guard()):  # none while a module is timed
+            with waited(stage_s, "wait_trials", self._trials_guard()):  # none while a module is timed
                 sb.send({"cmd": "run", "seeds": ref.seeds, "replay": ref.replay, "wide": ref.wide})
                 msg = expect(CandidateOutputs, o.run_timeout_s, "run")
             _put(memory, gpu=msg.gpu_peak, host=(msg.rss_peak or 0) + sb.output_bytes())
             if msg.checksums != ref.checksums:
                 raise fail("rejected", "the candidate's inputs differ from the reference's (torch patched?)", "inputs")
             try:
-                with _stopwatch(stage_s, "load"):
+                with stopwatch(stage_s, "load"):
                     data = sb.load_output("out", self.compare_device)
             except ChannelError as exc:
                 raise fail("rejected", str(exc), "channel") from None
@@ -494,8 +502,8 @@ class Judge(MemoryPlanning, Comparing):
             if msg.structures != ref.structures:
                 got = msg.structures[0] if msg.structures else "none"
                 raise fail("incorrect", f"output structure {got} != {ref.structures[0]}", "structure")
-            with _waited(stage_s, "wait_compare", self._trials_guard()):  # GPU work: never while a module is timed
-                with _stopwatch(stage_s, "compare"):
+            with waited(stage_s, "wait_compare", self._trials_guard()):  # GPU work: never while a module is timed
+                with stopwatch(stage_s, "compare"):
                     try:
                         worst = self._compare_trials(ref, outputs, replay, fail)
                         self._compare_wide(ref, data.get("wide"), fail)
@@ -512,15 +520,15 @@ class Judge(MemoryPlanning, Comparing):
             verdict = Verdict(status="ok", correct=True, trials=len(outputs), max_abs_err=worst, stage_s=stage_s,
                               **base)  # fmt: skip
             if self.timed:
-                with _waited(stage_s, "wait_timing", self.timing_lock):
+                with waited(stage_s, "wait_timing", self.timing_lock):
                     sb.send({"cmd": "time", "timing_seeds": ref.timing_seeds})
                     timing = expect(CandidateTiming, o.run_timeout_s, "time")
                 # the timed outputs' copy off the GPU and their check: shared GPU work, so outside the timing lock
-                with _waited(stage_s, "wait_timed_check", self._trials_guard()):
+                with waited(stage_s, "wait_timed_check", self._trials_guard()):
                     sb.send({"cmd": "save_timed"})
                     saved = expect(TimedSaved, o.run_timeout_s, "timed_save")
                     _put(memory, gpu=max(saved.gpu_peak or 0, msg.gpu_peak or 0) or None)
-                    with _stopwatch(stage_s, "timed_check"):
+                    with stopwatch(stage_s, "timed_check"):
                         bad = self._check_timed_outputs(sb, ref)
                 if bad is not None:  # honest only while not timed
                     raise fail("runtime_error" if bad[0] == "out_of_memory" else "rejected", bad[1], bad[0])
@@ -564,37 +572,8 @@ def _receive(sb: Sandbox, deadline: float, job: str) -> Message | None:
     return None if raw is None else parse(raw, job)
 
 
-def _marks(stage_s: dict[str, float], prefix: str) -> Callable[[str], None]:
-    """`mark(name)`: record in `stage_s[prefix + name]` the seconds since the previous mark (or this call)."""
-    last = [time.monotonic()]
-
-    def mark(name: str) -> None:
-        now = time.monotonic()
-        stage_s[prefix + name] = round(now - last[0], 3)
-        last[0] = now
-
-    return mark
-
-
 def _farm_verdict(built, stage_s: dict[str, float], base: dict) -> Verdict | None:
     """The farm's stages into `stage_s`; for a compile error, the verdict a failed build in the worker gets."""
     built.record(stage_s)
     return (Verdict.fail("compile_error", f"import failed: {built.feedback}", guard="import", stage_s=stage_s, **base)
             if built.status == "compile_error" else None)  # fmt: skip
-
-
-@contextlib.contextmanager
-def _stopwatch(stage_s: dict[str, float], name: str):
-    """Record in `stage_s[name]` the wall seconds the block took, when it completes (where throughput goes)."""
-    t0 = time.monotonic()
-    yield
-    stage_s[name] = round(time.monotonic() - t0, 3)
-
-
-@contextlib.contextmanager
-def _waited(stage_s: dict[str, float], name: str, lock):
-    """Hold `lock`, recording in `stage_s[name]` how long it took to get it."""
-    t0 = time.monotonic()
-    with lock:
-        stage_s[name] = round(time.monotonic() - t0, 3)
-        yield

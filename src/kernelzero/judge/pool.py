@@ -16,13 +16,14 @@ once. Concurrent duplicates share one future; later ones get the cached verdict.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import os
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 
 from kernelzero.judge.build.farm import BuildFarm
 from kernelzero.judge.core import Judge, source_hash
@@ -192,11 +193,40 @@ class JudgePool:
                 self._pending.release()
                 self.stats["deduped"] += 1
                 return _copy_future(self._inflight[key])
-            shared = self._dispatch(task, source, backend)
+            shared = self._build_answers_first(task, source, backend, self._dispatch(task, source, backend))
             self._inflight[key] = shared
             self.stats["judged"] += 1
         shared.add_done_callback(lambda f: self._finish(key, f))
         return _copy_future(shared)
+
+    def _build_answers_first(self, task: Task, source: str, backend: str, judged: Future) -> Future:
+        """`judged`, or for a CUDA candidate built on the farm, a future answered by whichever comes first: the
+        judge's verdict or the compile error its build finds (the front check: about a second). The build starts
+        here, not when a judge thread is free: a batch's compile errors waited over 100 s on the H200 for threads
+        busy with the candidates before them. Both answers agree: the judge reads the same build from the farm."""
+        farm = getattr(self, "farm", None)
+        if farm is None or backend != "cuda" or not farm.applies(source):
+            return judged
+        answer: Future = Future()
+
+        def settle(result: Callable[[], Verdict | None]) -> None:
+            try:
+                verdict = result()
+                if verdict is not None:
+                    answer.set_result(verdict)
+            except InvalidStateError:  # answered already, by the other
+                pass
+            except BaseException as exc:  # raised again by the caller's `result()`
+                with contextlib.suppress(InvalidStateError):
+                    answer.set_exception(exc)
+
+        def built(f: Future) -> None:
+            if not f.cancelled() and f.exception() is None:  # a farm failure: the judge's own answer decides
+                settle(lambda: self.judges[0].answer_from_build(task, source, backend, f.result()))
+
+        judged.add_done_callback(lambda f: settle(f.result))
+        farm.submit(source, self.judges[0].options.front_check).add_done_callback(built)
+        return answer
 
     def _dispatch(self, task: Task, source: str, backend: str) -> Future:
         """Start judging one request on the least-busy judge (called under the lock). Backends override this."""

@@ -312,8 +312,11 @@ class BuildFarm:
         if not self.pch:
             self.pch_ready.set()
         self._warm: WarmSandboxes | None = None  # started by the first build: a Triton-only run spawns none
-        # threads for `submit` (builds still take a slot each; the extra threads wait for one, or for a cache hit)
-        self._submitted = ThreadPoolExecutor(max_workers=2 * self.workers, thread_name_prefix="kz-build")
+        # Threads for `submit`: enough that every request of a large batch gets its front check at once (a batch's
+        # compile errors waited over 100 s behind 16 running builds on the H200). Builds still take a slot each,
+        # front checks one of their own (a few nvcc front ends, ~0.3-2 s); the other threads wait.
+        self._submitted = ThreadPoolExecutor(max_workers=8 * self.workers, thread_name_prefix="kz-build")
+        self._front_slots = threading.BoundedSemaphore(self.workers)
         self.front_outcomes: Counter[str] = Counter()  # front check statuses (compile_error, passed, unsure, skipped)
         self._front: FrontCheck | None = None  # made by the first build (front.py)
 
@@ -372,8 +375,8 @@ class BuildFarm:
     def build(self, source: str, front: bool = True) -> BuildResult:
         """The cache entry for `source`, building it first on a free build slot unless cached. Never raises for
         candidate faults: a compile error is a result, a candidate that cannot be built on CPU is `fallback`.
-        front (and the farm's `front`): run the front check first, and answer a compile error it is certain of
-        without building (front.py); in every other case the build runs as without it."""
+        front (and the farm's `front`): run the front check first, on a slot of its own, and answer a compile error
+        it is certain of without building (front.py); in every other case the build runs as without it."""
         t0 = time.monotonic()
         if not self.applies(source):
             return BuildResult("built")
@@ -385,15 +388,18 @@ class BuildFarm:
             if hit is not None:
                 hit.seconds = time.monotonic() - t0
                 return hit
-            with self._lock:
-                slots = self._slots  # released to the semaphore it came from, even across a resize
-            with slots:
-                checked = self._front_check(source) if front and self.front else None
-                if checked is not None and checked.status == "compile_error":
-                    result = self._promote(self.root / ".none", key, "compile_error", checked.feedback)
-                else:
+            checked = None
+            if front and self.front:  # before a build slot: a certain compile error never waits behind builds
+                with self._front_slots:
+                    checked = self._front_check(source)
+            if checked is not None and checked.status == "compile_error":
+                result = self._promote(self.root / ".none", key, "compile_error", checked.feedback)
+            else:
+                with self._lock:
+                    slots = self._slots  # released to the semaphore it came from, even across a resize
+                with slots:
                     result = self._run(source, key)
-                result.front = checked
+            result.front = checked
         with self._lock:
             self._inflight.pop(key, None)
         result.seconds = time.monotonic() - t0
