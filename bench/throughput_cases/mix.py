@@ -83,7 +83,9 @@ def _rows(elementwise: tuple[str, str], softmax: tuple[str, str]):
     return lambda s, o: _sub(s, *(softmax if o == "softmax" else elementwise))
 
 
-SPIN = "volatile int spin = 1; while (spin) {}\n    "  # volatile: a loop without effects may be compiled away
+# Waits on a change of the input that never comes. Each read is volatile, a side effect the compiler must keep: an
+# earlier `volatile int spin = 1; while (spin) {}` was compiled away by nvcc -O3 on the H200 and judged `ok`.
+SPIN = "while (*(volatile const float*)x == *(volatile const float*)x) {}\n    "
 _CUDA_FLAWS = {
     "compile": [
         ("undeclared identifier", _rows(("blockDim.x", "blockDimx"), ("blockIdx.x", "blockIdxx"))),
