@@ -260,6 +260,13 @@ def _summary(items: list, verdicts: list, wall: float) -> dict:
             "stage_total_s": sum_stage, "statuses": [v.status for v in verdicts]}  # fmt: skip
 
 
+def candidates_sha(items: list[tuple[str, str, str, str]]) -> str:
+    """What a KernelBench-way figure was measured on: every candidate's name, task and source, in order."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(items).encode()).hexdigest()[:16]
+
+
 def _commit() -> str | None:
     """The working tree's commit, for figures kept across runs (None outside a git checkout)."""
     import subprocess
@@ -331,8 +338,8 @@ def main() -> None:
         "--kernelbench-from",
         type=Path,
         default=None,
-        help="a --kernelbench-only run's JSON for the same candidates (checked by name): its figures stand in for "
-        "measuring the KernelBench way again",
+        help="a --kernelbench-only run's JSON for the same candidates (checked by their sources' digest): its "
+        "figures stand in for measuring the KernelBench way again",
     )
     ap.add_argument("--skip-kernelbench", action="store_true",
                     help="measure our judge only (every ratio printed is then nan): for a look at our side alone")
@@ -380,7 +387,7 @@ def main() -> None:
             kb, built = {"per_min": float("nan"), "wall_s": None, "correct": None, "n": len(items)}, None
         elif measured:
             kb, built = measured[backend]["kernelbench_way"], None
-            if kb.get("names") != [c[0] for c in items]:
+            if kb.get("candidates_sha") != candidates_sha(items):
                 print(f"judge_throughput: {args.kernelbench_from} holds other {backend} candidates than this run's",
                       file=sys.stderr)  # fmt: skip
                 sys.exit(2)
@@ -395,7 +402,7 @@ def main() -> None:
                     Path(args.out).write_text(json.dumps({**results, backend: {"partial": partial}}, indent=1))
 
             kb = kernelbench_way(items, device, work / backend, "fresh", timeout_s=timeout, progress=progress)
-            kb["names"] = [c[0] for c in items]
+            kb["names"], kb["candidates_sha"] = [c[0] for c in items], candidates_sha(items)
             print(f"   {kb['correct']}/{kb['n']} correct, {kb['wall_s']:.1f} s (builds {kb['build_s']:.1f} s), "
                   f"{kb['per_min']:.1f}/min", flush=True)  # fmt: skip
             built = kb.pop("built")
