@@ -6,7 +6,12 @@ For each of a few small tasks of the realistic mix (64 x 256, a few microseconds
 - `repeat`: the same process, the same inputs, the protocol run 5 times back to back;
 - `realloc`: the same process, new inputs (fresh allocations) each of 5 times;
 - `process`: 5 freshly spawned processes, each timing once (what two fresh judgings do);
-- `no_cover`, `no_flush`: the same process and inputs, without the launch cover or without the L2 flush.
+- `no_cover`, `no_flush`: the same process and inputs, without the launch cover or without the L2 flush;
+- `graph`: the same process and inputs, the call captured once in a CUDA graph and replayed (one launch per call,
+  whatever the module launches);
+- `process_later`: in each of the `process` processes, the protocol again 2 s after its first run: a process whose
+  two figures agree while processes differ points at the process (its context, where its memory lies), two figures
+  that differ at the clock.
 
 Per condition the medians (us) and their spread ((max - min) / median). A cause shows as the condition whose spread
 is large while `repeat`'s is small. Nothing is judged: only trusted eager modules run here.
@@ -53,6 +58,30 @@ def _fresh_inputs(get_inputs) -> list:
     return [[x.cuda() for x in get_inputs()] for _ in range(SETS)]
 
 
+def _graphed(model, inputs: list):
+    """`model` over each input set, captured once per set in a CUDA graph: the call replays the set's graph."""
+    import torch
+
+    graphs = {}
+    for args in inputs:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream), torch.no_grad():
+            model(*args)  # warm-up on a side stream, as torch.cuda.graphs asks before a capture
+        torch.cuda.current_stream().wait_stream(stream)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g), torch.no_grad():
+            out = model(*args)
+        graphs[id(args[0])] = (g, out)
+
+    def replay(*args):
+        g, out = graphs[id(args[0])]
+        g.replay()
+        return out
+
+    return replay
+
+
 def in_process(op: str, times: int = 5) -> dict:
     model, get_inputs = _module(op)
     inputs = _fresh_inputs(get_inputs)
@@ -62,12 +91,18 @@ def in_process(op: str, times: int = 5) -> dict:
         "realloc": [_time(op, model, _fresh_inputs(get_inputs)) for _ in range(times)],
         "no_cover": [_time(op, model, inputs, launch_cover=False) for _ in range(times)],
         "no_flush": [_time(op, model, inputs, flush_l2=False) for _ in range(times)],
+        "graph": [_time(op, _graphed(model, inputs), inputs) for _ in range(times)],
     }
 
 
-def one_process(op: str) -> dict:
+def one_process(op: str) -> tuple[dict, dict]:
+    import time
+
     model, get_inputs = _module(op)
-    return _time(op, model, _fresh_inputs(get_inputs))
+    inputs = _fresh_inputs(get_inputs)
+    first = _time(op, model, inputs)
+    time.sleep(2.0)
+    return first, _time(op, model, inputs)
 
 
 def spread(rows: list[dict]) -> float:
@@ -90,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     for op in OPS:
         rows = in_process(op)
         with spawn.Pool(1, maxtasksperchild=1) as pool:  # a new process for each timing
-            rows["process"] = [pool.apply(one_process, (op,)) for _ in range(args.processes)]
+            pairs = [pool.apply(one_process, (op,)) for _ in range(args.processes)]
+        rows["process"], rows["process_later"] = [a for a, _ in pairs], [b for _, b in pairs]
         result[op] = rows
         print(f"{op:<8} " + "  ".join(f"{k} {spread(v):6.1%} [{', '.join(str(r['median_us']) for r in v)}]"
                                       for k, v in rows.items()), flush=True)  # fmt: skip
