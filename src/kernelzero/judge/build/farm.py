@@ -39,7 +39,6 @@ import hashlib
 import inspect
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -58,7 +57,7 @@ from kernelzero.judge.build.bind import BRIDGE_SOURCE, LIBRARY, binding, build_b
 from kernelzero.judge.build.front import FrontCheck, FrontResult
 from kernelzero.judge.build.headers import PCH_FLAG_SETS, build_pch, has_cuda_toolkit
 from kernelzero.judge.build.lean import HEADER, TABLES, blocked_by, installed_table, load_table, table_name
-from kernelzero.judge.build.split import _strip_comments, split
+from kernelzero.judge.build.split import _strip_comments, split_call
 from kernelzero.judge.sandbox.messages import Done, Failed, GuardHit, Message, Prebuilt, Probed, Started, Unbuilt, parse
 from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes
 
@@ -160,7 +159,7 @@ def _fast_calls(a: dict, job: dict) -> list[tuple[dict, str]]:
     if not a["cuda_sources"]:
         bound = _bind_call(a, job, "\n".join(_as_list(a["cpp_sources"])), list(a["extra_cflags"] or []))
         return [(bound, "lean" if job.get("lean_table") else "bind")] if bound else []
-    split = _split_call(a, job)
+    split = split_call(a)
     if split is None:
         return []
     parts, cflags = split
@@ -193,21 +192,6 @@ def _bind_call(a: dict, job: dict, code: str, cflags: list[str]) -> dict | None:
     header = HEADER if table is not None else "torch/all.h"
     return dict(a, cpp_sources=[f"#include <{header}>\n{code}\n{glue}"], functions=None, no_implicit_headers=True,
                 extra_cflags=[*cflags, f"-I{light}"], extra_ldflags=[*(a["extra_ldflags"] or []), bridge])
-
-
-def _split_call(a: dict, job: dict) -> tuple[list[list[str]], list[str]] | None:
-    """(the split's (cpp_sources, cuda_sources) (torch-free `.cu`, see split.py), the host TU's extra flags), or
-    None if the split does not apply."""
-    if not a["cuda_sources"]:
-        return None
-    parts = split(_as_list(a["cpp_sources"]), _as_list(a["cuda_sources"]))
-    if parts is None:
-        return None
-    # nvcc hands its -O level to the host compiler for host code: the moved host code keeps it (once: KernelBench
-    # candidates often pass -O3 in both lists, and ["-O3", "-O3"] would miss the ["-O3"] precompiled header).
-    cflags = list(a["extra_cflags"] or [])
-    cflags += [f for f in a["extra_cuda_cflags"] or [] if re.fullmatch(r"-O[0-3s]?", f) and f not in cflags]
-    return list(parts), cflags
 
 
 # ------------------------------------------------------------------------------------------- in the judge process
@@ -439,12 +423,18 @@ class BuildFarm:
     def _front_check(self, source: str) -> FrontResult:
         with self._lock:  # one checker (it keeps what it learnt of the headers), made by one thread (imports torch)
             if self._front is None:
-                self._front = FrontCheck(self.arch, min(self.timeout_s, 120.0), self.memory_limit_gb, self._env())
+                self._front = FrontCheck(self.arch, min(self.timeout_s, 120.0), self.memory_limit_gb, self._env(),
+                                         host_pch=self._host_pch)  # fmt: skip
             front = self._front
         result = front.check(source)
         with self._lock:
             self.front_outcomes[result.status] += 1
         return result
+
+    def _host_pch(self, cflags: list[str]) -> str | None:
+        """The precompiled torch/extension.h for host flags `cflags`, once built (the front check's host TU)."""
+        with self._lock:
+            return self._pch_dirs.get(json.dumps(cflags))
 
     def _exchange(self, sb: Sandbox) -> Message | None:
         """Start `sb`'s job and wait for its answer, the first message other than `started` and `done`; the worker

@@ -23,8 +23,13 @@ or pasting macro anywhere in its code could change that: `conclude_from_headers`
   in torch's or CUDA's headers, not in the candidate's host code), and the flagged code is compiled there (in the
   preprocessed text, the same item word for word: split.py moves whole items, and code with conditional or #line
   directives, or `__CUDA_ARCH__`, is not checked), so it reports the same undefined identifier.
-Any other error (syntax, conversions: their meaning can depend on the headers around them, and the host TU is not
-checked), a fatal error, a timeout or a compiler that cannot be run is `unsure`.
+Beside the device TU, once the farm has precompiled torch/extension.h for the host flags, the split's host TU (the
+candidate's host code, each launch a stub call with the kernel's parameter types) is compiled with g++
+`-fsyntax-only` against that header, the plain build's own: a token missing between two statements, or a tensor
+passed where a pointer is expected, on the candidate's own lines and through no macro, is certain too
+(`conclude_host`): the plain build compiles the same tokens against the same header, and neither error depends on
+anything else. Any other error (their meaning can depend on the headers around them), a fatal error, a timeout or a
+compiler that cannot be run is `unsure`.
 """
 
 from __future__ import annotations
@@ -40,10 +45,11 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelzero.judge.build.split import split
+from kernelzero.judge.build.split import split, split_call
 from kernelzero.judge.sandbox.process import _PRELUDE, Sandbox, _spawner
 
 # Flags the check passes on (they change no file but the output, load no code); any other flag: `skipped`.
@@ -248,6 +254,42 @@ def conclude(device_rc: int, device_log: str, device_tu: str, preprocessed: list
     return _certain(device_log)
 
 
+# The host TU's errors the check concludes on (g++ in the C locale): a token missing between statements, and a tensor
+# passed where a pointer is expected. Neither depends on anything but the code and the header's types.
+_HOST_CERTAIN = re.compile(r"^host\.cpp:(?P<line>\d+):\d+: error: (expected '[^']+'( or '[^']+')* before '[^']+'"
+                           r"|cannot convert '(at|torch)::Tensor' to '[\w\s:]*\*')")
+_CAPS = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]*\b|\b[A-Z]{2,}\b")  # a macro by the usual spelling
+
+
+def conclude_host(rc: int, log: str, host_tu: str) -> FrontResult:
+    """The verdict from the host TU's check: the split's host TU (the candidate's host code, each launch a call of a
+    stub taking the kernel's parameters) compiled with `-fsyntax-only` against torch/extension.h, the header the
+    plain build's TU includes. Certain only when g++'s first error is one of `_HOST_CERTAIN`, on the candidate's own
+    lines (for a missing token, also the line before it), none of them an include, a stub's declaration or a name
+    spelt as macros are, and no macro expansion is involved: those lines mean the same in the plain build, so it
+    fails too. Anything else is `unsure` (the build runs)."""
+    if rc == 0:
+        return FrontResult("passed")
+    if rc < 0:
+        return FrontResult("unsure", why=log[-300:])
+    errors = [line for line in log.splitlines() if re.search(r"\b(fatal )?error:", line)]
+    m = _HOST_CERTAIN.match(errors[0]) if errors else None
+    if m is None:
+        return FrontResult("unsure", why="an error in host code the check does not conclude on")
+    first = log[: log.find(errors[1])] if len(errors) > 1 else log
+    if "in expansion of macro" in first or "in definition of macro" in first:
+        return FrontResult("unsure", why="the error comes through a macro")
+    lines, n = host_tu.splitlines(), int(m["line"])
+    if not 0 < n <= len(lines):
+        return FrontResult("unsure", why="the error is not on the candidate's plain code")
+    spanned = [n] if "cannot convert" in m[0] else [n, *[i for i in range(n - 1, 0, -1) if lines[i - 1].strip()][:1]]
+    text = [lines[i - 1] for i in spanned if 0 < i <= len(lines)]
+    if len(text) != len(spanned) or any(t.lstrip().startswith(("#", "void kz_launch_")) or _CAPS.search(t)
+                                         for t in text):  # fmt: skip
+        return FrontResult("unsure", why="the error is not on the candidate's plain code")
+    return _certain(first.replace("host.cpp", "main.cpp"))
+
+
 @dataclass(frozen=True)
 class HeaderFacts:
     """What the headers of a plain `.cu` (torch's, CUDA's, the candidate's leading includes) hold, from their text
@@ -312,6 +354,9 @@ def conclude_from_headers(device_rc: int, device_log: str, device_tu: str, cuda_
     return _certain(device_log)
 
 
+Hosted = tuple[int, str] | None  # the host TU's check: g++'s exit code and output
+
+
 @dataclass
 class FrontCheck:
     """Runs the check for the farm: one sandboxed job per candidate (nvcc on the device TU, then, for an undefined
@@ -323,6 +368,10 @@ class FrontCheck:
     memory_limit_gb: float = 16.0
     extra_env: dict | None = None
     max_headers: int = 64  # header prefixes whose facts are kept (0: preprocess each candidate's `.cu` instead)
+    # The host TU's check: the precompiled torch/extension.h for the host flags (the farm's, once built; None: not
+    # yet, and the host code is not checked), or `host_without_pch` to parse the header each time (~16 s on 2 cores)
+    host_pch: Callable[[list[str]], str | None] | None = None
+    host_without_pch: bool = False
 
     def __post_init__(self) -> None:
         self._facts: dict[str, HeaderFacts] = {}
@@ -341,6 +390,7 @@ class FrontCheck:
             return FrontResult("skipped", why=planned, seconds=round(time.monotonic() - t0, 3))
         device_tu, plain, extra = planned
         nvcc, flags = nvcc_command(list(a["extra_cflags"] or []), extra, self.arch)
+        host = self._host_job(a)
         cuda_text = plain.split("\n", 3)[3]
         parts = split_includes(cuda_text) if self.max_headers > 0 else None
         key = json.dumps([nvcc, flags, self.arch, parts[0] if parts else None])
@@ -350,7 +400,7 @@ class FrontCheck:
             parts = None  # a macro of these headers in this code may paste: preprocess the candidate's own `.cu`
         if parts is not None:
             prefix = None if facts is not None else "\n".join([*plain.split("\n")[:3], parts[0]])
-            rc, log, texts = self._run(nvcc, flags, device_tu, prefix, macros=True)
+            rc, log, texts, hosted = self._run(nvcc, flags, device_tu, prefix, macros=True, host=host)
             if facts is None and texts is not None:
                 facts = HeaderFacts.parse(texts)
                 with self._lock:
@@ -364,15 +414,37 @@ class FrontCheck:
             else:  # the headers were new, and pasting: as above
                 parts = None
         if parts is None:
-            rc, log, texts = self._run(nvcc, flags, device_tu, plain, macros=False)
+            first = host if "hosted" not in locals() else None  # the host TU is checked once
+            rc, log, texts, again = self._run(nvcc, flags, device_tu, plain, macros=False, host=first)
+            hosted = again if first is not None else hosted
             result = conclude(rc, log, device_tu, texts)
+        if host is not None and hosted is not None and result.status != "compile_error":
+            on_host = conclude_host(*hosted, host[0])
+            if on_host.status == "compile_error" or (result.status == "passed" and on_host.status == "unsure"):
+                result = on_host
         result.seconds = round(time.monotonic() - t0, 3)
         return result
 
-    def _run(self, nvcc: str, flags: list[str], device_tu: str, preprocess: str | None,
-             macros: bool) -> tuple[int, str, list[str] | None]:  # fmt: skip
+    def _host_job(self, a: dict) -> tuple[str, list[str]] | None:
+        """(the split's host TU, g++'s command for its syntax check) or None when it is not checked: no split, no
+        precompiled header for its flags (unless `host_without_pch`), or include paths of the candidate's own."""
+        from kernelzero.judge.build.headers import host_compile
+
+        parted = split_call(a)
+        if parted is None or a["extra_include_paths"]:
+            return None
+        (cpp_sources, _), cflags = parted
+        pch = self.host_pch(cflags) if self.host_pch is not None else None
+        if pch is None and not self.host_without_pch:
+            return None
+        cxx, host_flags = host_compile([*cflags, *([f"-I{pch}"] if pch else [])], True)
+        return cpp_sources[0], [cxx, "-DTORCH_EXTENSION_NAME=kz_front", *host_flags, "-fsyntax-only", "host.cpp"]
+
+    def _run(self, nvcc: str, flags: list[str], device_tu: str, preprocess: str | None, macros: bool,
+             host: tuple[str, list[str]] | None = None) -> tuple[int, str, list[str] | None, Hosted]:  # fmt: skip
         """(nvcc's exit code and output on the device TU, `preprocess` preprocessed in both passes, with `-dD` when
-        `macros`, or None when not asked, not needed (no undefined identifier) or failed). A timeout or a check that
+        `macros`, or None when not asked, not needed (no undefined identifier) or failed, and g++'s exit code and
+        output on the `host` TU, checked beside the device TU, or None when not asked). A timeout or a check that
         cannot run is exit code -1, which no conclusion takes for certain."""
         sb = Sandbox(job={}, device="cpu", memory_limit_gb=self.memory_limit_gb, extra_env=dict(self.extra_env or {}))
         s = sb.scratch
@@ -388,9 +460,13 @@ class FrontCheck:
             (s / "plain.cu").write_text(preprocess)
         kb = int(self.memory_limit_gb * 2**20)
         # the device TU first; only an undefined identifier in it needs the preprocessing (both passes at once)
-        script = f"ulimit -c 0; ulimit -v {kb}; cd {shlex.quote(str(s))}\n"
+        script = f"ulimit -c 0; ulimit -v {kb}; cd {shlex.quote(str(s))}; export LC_ALL=C\n"
+        if host is not None:  # beside the device TU: a host compile against torch's header takes the longer
+            (s / "host.cpp").write_text(host[0])
+            script += f"({shlex.join(host[1])} > host.log 2>&1; echo $? > host.rc) &\n"
         script += f"{shlex.join(device)} > device.log 2>&1; echo $? > device.rc\n"
-        script += "grep -q '^device.cu([0-9]*): error: identifier \".*\" is undefined$' device.log || exit 0\n"
+        undefined = "'^device.cu([0-9]*): error: identifier \".*\" is undefined$'"
+        script += f"grep -q {undefined} device.log || {{ wait; exit 0; }}\n"
         script += "".join(f"({shlex.join(c)} > {k}.log 2>&1; echo $? > {k}.rc) &\n" for k, c in passes.items())
         script += "wait\n"
         cmd = ["sh", "-c", script]
@@ -407,9 +483,13 @@ class FrontCheck:
             log = (s / "device.log").read_text(errors="replace")
             done = passes and all((s / f"{k}.rc").is_file() and (s / f"{k}.rc").read_text().strip() == "0"
                                   for k in passes)  # fmt: skip
-            return device_rc, log, [(s / f"{k}.ii").read_text(errors="replace") for k in passes] if done else None
+            hosted = None
+            if host is not None and (s / "host.rc").is_file():
+                hosted = (int((s / "host.rc").read_text().strip() or -1), (s / "host.log").read_text(errors="replace"))
+            texts = [(s / f"{k}.ii").read_text(errors="replace") for k in passes] if done else None
+            return device_rc, log, texts, hosted
         except (subprocess.TimeoutExpired, OSError, ValueError) as exc:  # the check's own failure: build as usual
-            return -1, f"the front check did not finish: {type(exc).__name__}: {exc}", None
+            return -1, f"the front check did not finish: {type(exc).__name__}: {exc}", None, None
         finally:
             if proc is not None and proc.poll() is None:
                 try:

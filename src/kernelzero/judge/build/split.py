@@ -231,3 +231,19 @@ def split(cpp_sources: list[str], cuda_sources: list[str]) -> tuple[list[str], l
     cpp_out = ["#include <torch/extension.h>", *cpp_sources, "#include <cuda.h>", "#include <cuda_runtime.h>",
                *host_out]  # fmt: skip
     return ["\n".join(cpp_out)], ["\n".join(cuda_out)]
+
+
+def split_call(a: dict) -> tuple[list[list[str]], list[str]] | None:
+    """For a load_inline call's arguments `a`: (the split's (cpp_sources, cuda_sources) (torch-free `.cu`), the host
+    TU's extra flags), or None if the split does not apply."""
+    if not a["cuda_sources"]:
+        return None
+    listed = [[x] if isinstance(x, str) else list(x or []) for x in (a["cpp_sources"], a["cuda_sources"])]
+    parts = split(*listed)
+    if parts is None:
+        return None
+    # nvcc hands its -O level to the host compiler for host code: the moved host code keeps it (once: KernelBench
+    # candidates often pass -O3 in both lists, and ["-O3", "-O3"] would miss the ["-O3"] precompiled header).
+    cflags = list(a["extra_cflags"] or [])
+    cflags += [f for f in a["extra_cuda_cflags"] or [] if re.fullmatch(r"-O[0-3s]?", f) and f not in cflags]
+    return list(parts), cflags

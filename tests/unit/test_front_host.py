@@ -1,0 +1,89 @@
+"""The front check's host TU: which of g++'s errors on the split's host code it takes for a certain compile error.
+
+The logs are g++'s own output (C locale) on the realistic mix's candidates (bench/throughput_cases/mix.py), compiled
+against torch/extension.h as the check compiles them; the compile itself runs on the GPU machine's farm.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelzero.judge.build.farm import BuildFarm
+from kernelzero.judge.build.front import FrontCheck, conclude_host, read_call
+
+HOST_TU = """#include <torch/extension.h>
+torch::Tensor sigmoid_cuda(torch::Tensor x, torch::Tensor y);
+#include <cuda.h>
+#include <cuda_runtime.h>
+void kz_launch_k(dim3 kz_g, dim3 kz_b, size_t kz_s, cudaStream_t kz_st, const float* x, float* out, long n);
+torch::Tensor sigmoid_cuda(torch::Tensor x, torch::Tensor y) {
+    auto out = torch::empty_like(x)
+    long n = x.numel();
+    TORCH_CHECK(n > 0, "empty");
+    kz_launch_k(dim3((n + 255) / 256), dim3(256), (size_t)(0), (cudaStream_t)(0), x, out.data_ptr<float>(), n);
+    return out;
+}
+"""
+
+MISSING = """host.cpp: In function 'at::Tensor sigmoid_cuda(at::Tensor, at::Tensor)':
+host.cpp:8:5: error: expected ',' or ';' before 'long'
+    8 |     long n = x.numel();
+      |     ^~~~
+host.cpp:9:17: error: 'n' was not declared in this scope; did you mean 'c10::attr::n'?
+"""
+TENSOR = """host.cpp: In function 'at::Tensor sigmoid_cuda(at::Tensor, at::Tensor)':
+host.cpp:10:84: error: cannot convert 'at::Tensor' to 'const float*'
+host.cpp:5:80: note:   initializing argument 5 of 'void kz_launch_k(dim3, dim3, size_t, cudaStream_t, ...)'
+"""
+
+
+def test_a_missing_token_between_plain_statements_is_certain():
+    r = conclude_host(1, MISSING, HOST_TU)
+    assert r.status == "compile_error"
+    assert "main.cpp:8:5: error: expected ',' or ';' before 'long'" in r.feedback and "host.cpp" not in r.feedback
+    assert "'n' was not declared" not in r.feedback  # the cascade after the first error is not shown
+
+
+def test_a_tensor_passed_for_a_pointer_is_certain():
+    assert conclude_host(1, TENSOR, HOST_TU).status == "compile_error"
+
+
+@pytest.mark.parametrize(
+    "log, why",
+    [
+        ("host.cpp:9:17: error: 'n' was not declared in this scope\n", "does not conclude"),  # depends on headers
+        ("host.cpp:9:5: error: expected ';' before 'return'\n", "plain code"),  # TORCH_CHECK on the line before
+        ("host.cpp:5:5: error: expected ')' before 'kz_g'\n", "plain code"),  # a stub's declaration
+        ("host.cpp:3:10: fatal error: cuda.h: No such file or directory\n", "does not conclude"),
+        (MISSING.replace("    8 |", "note: in expansion of macro 'FOO'\n    8 |"), "macro"),
+        ("host.cpp:99:5: error: expected ';' before 'long'\n", "plain code"),  # past the TU's end
+    ],
+)
+def test_anything_else_is_unsure(log, why):
+    r = conclude_host(1, log, HOST_TU)
+    assert r.status == "unsure" and why in r.why
+
+
+def test_a_clean_compile_passes_and_a_check_that_did_not_run_is_unsure():
+    assert conclude_host(0, "", HOST_TU).status == "passed"
+    assert conclude_host(-1, "the front check did not finish: TimeoutExpired", HOST_TU).status == "unsure"
+
+
+def test_the_host_tu_is_checked_only_with_the_farms_precompiled_header(tmp_path, monkeypatch):
+    import torch.utils.cpp_extension as cpp
+
+    monkeypatch.setattr(cpp, "CUDA_HOME", str(tmp_path / "cuda"))  # only named in the command (a CPU wheel has none)
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")  # as the farm's environment sets it
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from throughput_cases.mix import mix
+
+    a = read_call(next(c for c in mix("cuda") if c.kind == "ok").source)
+    assert FrontCheck(host_pch=lambda flags: None)._host_job(a) is None  # not built yet: the build decides
+    farm = BuildFarm(str(tmp_path), workers=1, pch=False)
+    assert farm._host_pch(["-O3"]) is None
+    farm._pch_dirs['["-O3"]'] = str(tmp_path / "pch")
+    tu, cmd = FrontCheck(host_pch=farm._host_pch)._host_job(a)
+    assert tu.startswith("#include <torch/extension.h>") and "kz_launch_relu_kernel(" in tu
+    assert f"-I{tmp_path / 'pch'}" in cmd and cmd[-2:] == ["-fsyntax-only", "host.cpp"]
+    farm.close()
