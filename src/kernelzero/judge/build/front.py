@@ -461,12 +461,15 @@ class FrontCheck:
         kb = int(self.memory_limit_gb * 2**20)
         # the device TU first; only an undefined identifier in it needs the preprocessing (both passes at once)
         script = f"ulimit -c 0; ulimit -v {kb}; cd {shlex.quote(str(s))}; export LC_ALL=C\n"
-        if host is not None:  # beside the device TU: a host compile against torch's header takes the longer
+        host_done, host_stop = "", ""
+        if host is not None:  # beside the device TU (a host compile against torch's header takes the longer)
             (s / "host.cpp").write_text(host[0])
-            script += f"({shlex.join(host[1])} > host.log 2>&1; echo $? > host.rc) &\n"
+            script += f"{shlex.join(host[1])} > host.log 2>&1 &\nhost=$!\n"
+            host_done, host_stop = "wait $host; echo $? > host.rc; ", "kill $host 2>/dev/null\n"
         script += f"{shlex.join(device)} > device.log 2>&1; echo $? > device.rc\n"
         undefined = "'^device.cu([0-9]*): error: identifier \".*\" is undefined$'"
-        script += f"grep -q {undefined} device.log || {{ wait; exit 0; }}\n"
+        script += f"grep -q {undefined} device.log || {{ {host_done}exit 0; }}\n"
+        script += host_stop  # an undefined identifier: the device TU decides, its answer in seconds
         script += "".join(f"({shlex.join(c)} > {k}.log 2>&1; echo $? > {k}.rc) &\n" for k, c in passes.items())
         script += "wait\n"
         cmd = ["sh", "-c", script]
