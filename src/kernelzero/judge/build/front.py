@@ -49,6 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelzero.judge.build.headers import host_compile
 from kernelzero.judge.build.split import split, split_call
 from kernelzero.judge.sandbox.process import _PRELUDE, Sandbox, _spawner
 
@@ -428,8 +429,6 @@ class FrontCheck:
     def _host_job(self, a: dict) -> tuple[str, list[str]] | None:
         """(the split's host TU, g++'s command for its syntax check) or None when it is not checked: no split, no
         precompiled header for its flags (unless `host_without_pch`), or include paths of the candidate's own."""
-        from kernelzero.judge.build.headers import host_compile
-
         parted = split_call(a)
         if parted is None or a["extra_include_paths"]:
             return None
