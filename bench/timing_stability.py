@@ -17,7 +17,10 @@ spread ((max - min) / median), its median kernel time, and how many of its verdi
 bound, under 50 us), or every one of its verdicts flags its speed as noisy (then no reward counts it). Exits 1 if any
 candidate fails, 2 on bad arguments.
 
-    python bench/timing_stability.py --out timing_stability.json            # H200: about 7 minutes
+    python bench/timing_stability.py --out timing_stability.json            # H200: about 11 minutes (2026-12-04)
+    python bench/timing_stability.py --only alone --out a.json              # or in halves, one command each:
+    python bench/timing_stability.py --only batch --out b.json              #   a.partial.json, b.partial.json
+    python bench/timing_stability.py --merge a.partial.json b.partial.json --out timing_stability.json
     python bench/timing_stability.py --no-launch-cover --out before.json    # the same without the launch cover
 """
 
@@ -68,24 +71,69 @@ def judge_in_batch(cases: list, batch: list, pool, mark: str) -> list:
     return verdicts[len(batch) :]
 
 
+def raw(runs: dict) -> dict:
+    """Per candidate, each verdict as [where, status, speedup over eager, kernel median ms, speed noise, noisy]."""
+    return {name: [[k, v.status, v.speedup_eager, v.runtime.median_ms if v.runtime else None, v.speed_noise,
+                    v.speed_noisy] for k, v in vs] for name, vs in runs.items()}  # fmt: skip
+
+
 def progress(out: Path | None, runs: dict) -> None:
-    """After each pass, the figures so far (a run cut short keeps them): per candidate, (where, speedup, median ms)."""
+    """After each pass, the figures so far, so a run cut short (or one half of a split run) keeps them."""
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
-        raw = {name: [[k, v.status, v.speedup_eager, v.runtime.median_ms if v.runtime else None, v.speed_noise]
-                      for k, v in vs] for name, vs in runs.items()}  # fmt: skip
-        out.with_suffix(".partial.json").write_text(json.dumps(raw, indent=1) + "\n")
+        out.with_suffix(".partial.json").write_text(json.dumps(raw(runs), indent=1) + "\n")
+
+
+def table(figures: dict) -> tuple[list[dict], int]:
+    """Rows per candidate from `raw` figures (alone runs first), and how many candidates fail their bound."""
+    rows, failed = [], 0
+    print(f"\n{'candidate':<28} {'kernel us':>9} {'speedups alone | in batch':<44} {'spread':>7} {'noisy':>5}  ok")
+    for name, vs in figures.items():
+        vs = sorted(vs, key=lambda v: v[0] != "alone")
+        speed, kernel = [v[2] for v in vs], [v[3] for v in vs if v[3]]
+        if any(x is None for x in speed) or not kernel:
+            rows.append({"candidate": name, "statuses": [v[1] for v in vs], "pass": False})
+            failed += 1
+            print(f"{name:<28} not timed in every run: {[v[1] for v in vs]}")
+            continue
+        spread = (max(speed) - min(speed)) / statistics.median(speed)
+        long = statistics.median(kernel) >= LONG_KERNEL_MS
+        noisy = sum(bool(v[5]) for v in vs)
+        ok = spread <= BOUNDS[long] or noisy == len(vs)
+        failed += not ok
+        rows.append({"candidate": name, "kernel_ms": statistics.median(kernel), "speedups": [[v[0], v[2]] for v in vs],
+                     "spread": spread, "bound": BOUNDS[long], "noisy_runs": noisy,
+                     "speed_noise": [v[4] for v in vs], "pass": ok})  # fmt: skip
+        alone = " ".join(f"{v[2]:.2f}" for v in vs if v[0] == "alone")
+        cells = alone + " | " + " ".join(f"{v[2]:.2f}" for v in vs if v[0] != "alone")
+        print(f"{name:<28} {statistics.median(kernel) * 1e3:>9.1f} {cells:<44} {spread:>6.1%} {noisy:>5}  "
+              f"{'yes' if ok else 'NO'}")  # fmt: skip
+    return rows, failed
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3, help="passes alone and passes in the batch (default 3 each)")
     ap.add_argument("--no-launch-cover", action="store_true", help="time without the launch cover (for comparison)")
+    ap.add_argument("--only", choices=["alone", "batch"], default=None,
+                    help="run one half (a command's time limit): its figures go to OUT.partial.json for --merge")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None,
+                    help="no judging: the table from these .partial.json files (the halves of one commit's run)")
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = ap.parse_args(argv)
     if args.repeats < 2:
         print("timing_stability: --repeats must be at least 2 (a spread needs two figures)", file=sys.stderr)
         return 2
+    if args.merge:
+        figures: dict = {}
+        for f in args.merge:
+            try:
+                for name, vs in json.loads(f.read_text()).items():
+                    figures.setdefault(name, []).extend(vs)
+            except (OSError, ValueError) as exc:
+                print(f"timing_stability: --merge {f}: {exc}", file=sys.stderr)
+                return 2
+        return finish(figures, {"merged": [str(f) for f in args.merge]}, args.out)
     import torch
 
     if not torch.cuda.is_available():
@@ -101,49 +149,29 @@ def main(argv: list[str] | None = None) -> int:
     cache = Path(tempfile.mkdtemp(prefix="kz-timing-stability-")) / "build-cache"
     runs: dict[str, list] = {c.name: [] for c in cases}
     t0 = time.perf_counter()
-    for r in range(args.repeats):
+    for r in range(args.repeats if args.only != "batch" else 0):
         for c, v in zip(cases, judge_alone(cases, opts, cache, "\n# alone\n")):
             runs[c.name].append(("alone", v))
         print(f"alone pass {r + 1}: {time.perf_counter() - t0:.0f} s", flush=True)
         progress(args.out, runs)
     with JudgePool(opts, cache_dir=str(cache)) as pool:
-        for r in range(args.repeats):
+        for r in range(args.repeats if args.only != "alone" else 0):
             for c, v in zip(cases, judge_in_batch(cases, batch, pool, f"\n# batch, pass {r}\n")):
                 runs[c.name].append(("batch", v))
             print(f"batch pass {r + 1}: {time.perf_counter() - t0:.0f} s", flush=True)
             progress(args.out, runs)
+    about = {"gpu": torch.cuda.get_device_name(0), "launch_cover": opts.launch_cover, "repeats": args.repeats,
+             "only": args.only, "wall_s": round(time.perf_counter() - t0, 1)}  # fmt: skip
+    return finish(raw(runs), about, args.out)
 
-    rows, failed = [], 0
-    print(f"\n{'candidate':<28} {'kernel us':>9} {'speedups alone | in batch':<44} {'spread':>7} {'noisy':>5}  ok")
-    for c in cases:
-        vs = [v for _, v in runs[c.name]]
-        speed = [v.speedup_eager for v in vs]
-        kernel = [v.runtime.median_ms for v in vs if v.runtime]
-        if any(s is None for s in speed) or not kernel:
-            rows.append({"candidate": c.name, "statuses": [v.status for v in vs], "pass": False})
-            failed += 1
-            print(f"{c.name:<28} not timed in every run: {[v.status for v in vs]}")
-            continue
-        spread = (max(speed) - min(speed)) / statistics.median(speed)
-        long = statistics.median(kernel) >= LONG_KERNEL_MS
-        noisy = sum(v.speed_noisy for v in vs)
-        ok = spread <= BOUNDS[long] or noisy == len(vs)
-        failed += not ok
-        rows.append({"candidate": c.name, "backend": c.backend, "kernel_ms": statistics.median(kernel),
-                     "speedups": [[k, v.speedup_eager] for k, v in runs[c.name]], "spread": spread,
-                     "bound": BOUNDS[long], "noisy_runs": noisy, "speed_noise": [v.speed_noise for v in vs],
-                     "pass": ok})  # fmt: skip
-        cells = " ".join(f"{s:.2f}" for s in speed[: args.repeats]) + " | " + " ".join(
-            f"{s:.2f}" for s in speed[args.repeats :])
-        print(f"{c.name:<28} {statistics.median(kernel) * 1e3:>9.1f} {cells:<44} {spread:>6.1%} {noisy:>5}  "
-              f"{'yes' if ok else 'NO'}")  # fmt: skip
-    summary = {"gpu": torch.cuda.get_device_name(0), "launch_cover": opts.launch_cover, "repeats": args.repeats,
-               "wall_s": round(time.perf_counter() - t0, 1), "failed": failed, "rows": rows}  # fmt: skip
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"\n{len(cases) - failed}/{len(cases)} within their bound or flagged noisy in every run; "
-          f"{summary['wall_s']:.0f} s")  # fmt: skip
+
+def finish(figures: dict, about: dict, out: Path | None) -> int:
+    rows, failed = table(figures)
+    summary = {**about, "failed": failed, "rows": rows}
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"\n{len(rows) - failed}/{len(rows)} within their bound or flagged noisy in every run")
     return 1 if failed else 0
 
 
