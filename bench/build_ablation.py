@@ -15,7 +15,10 @@ sources (nothing built or judged is reused). Per level: the steady wall of each 
 median build seconds, and every verdict checked against its expected status. A part is kept when it saves at least
 10% of the steady wall of the level before it in both passes.
 
-    python bench/build_ablation.py --out ablation.json       # H200: about 8 minutes
+    python bench/build_ablation.py --out ablation.json       # H200: both passes, likely over one command's 10 minutes
+    python bench/build_ablation.py --passes 1 --out p1.json  # so one pass per command (1: plain..lean, 2: lean..plain)
+    python bench/build_ablation.py --passes 2 --out p2.json
+    python bench/build_ablation.py --merge p1.json p2.json   # the decision from both (no GPU needed)
 """
 
 from __future__ import annotations
@@ -67,7 +70,23 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     ap.add_argument("--n", type=int, default=64, help="CUDA candidates of the mix (default 64)")
+    ap.add_argument("--passes", type=int, nargs="+", choices=[1, 2], default=[1, 2],
+                    help="which passes to run (1: plain..lean, 2: lean..plain; default both)")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None,
+                    help="no judging: decide from these runs' JSON (one pass each, the same commit)")
     args = ap.parse_args(argv)
+    if args.merge:
+        merged: dict[int, list[dict]] = {}
+        for f in args.merge:
+            try:
+                merged.update({int(k): v for k, v in json.loads(f.read_text())["passes"].items()})
+            except (OSError, ValueError, KeyError) as exc:
+                print(f"build_ablation: --merge {f}: {exc}", file=sys.stderr)
+                return 2
+        if sorted(merged) != [1, 2]:
+            print(f"build_ablation: --merge needs passes 1 and 2, got {sorted(merged)}", file=sys.stderr)
+            return 2
+        return report([merged[1], merged[2]], {"merged": [str(f) for f in args.merge]}, args.out)
     import torch
 
     if not torch.cuda.is_available():
@@ -81,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     opts = JudgeOptions(device="cuda", compile_baseline=False)
     opts.run_timeout_s = 30.0  # the mix's hangs end here
     cache = Path(tempfile.mkdtemp(prefix="kz-ablation-")) / "build-cache"
-    passes: list[list[dict]] = [[], []]
+    passes: dict[int, list[dict]] = {k: [] for k in args.passes}
     t0 = time.perf_counter()
     with JudgePool(opts, cache_dir=str(cache)) as all_h, JudgePool(opts, cache_dir=str(cache)) as lean:
         for pool, is_lean in ((all_h, False), (lean, True)):
@@ -90,22 +109,31 @@ def main(argv: list[str] | None = None) -> int:
             pool.judge(Task(name="warm", source=first.task), first.source + f"\n# warm-up {is_lean}\n", "cuda")
             pool.farm.pch_ready.wait(600)
         print(f"warm-up (headers, bridge, workers): {time.perf_counter() - t0:.0f} s", flush=True)
-        for k, order in enumerate((LEVELS, LEVELS[::-1])):
-            for level in order:
+        for k in args.passes:
+            for level in LEVELS if k == 1 else LEVELS[::-1]:
                 pool = lean if level == "lean" else all_h
                 row = one_pass(pool, cases, level, f"\n# ablation pass {k}, {level}\n")
                 passes[k].append(row)
-                print(f"pass {k + 1} {level:<7} {row['wall_s']:>7.1f} s {row['per_min']:>6.1f}/min, build median "
+                print(f"pass {k} {level:<7} {row['wall_s']:>7.1f} s {row['per_min']:>6.1f}/min, build median "
                       f"{row['build_median_s']} s, {len(row['mismatches'])} mismatches", flush=True)  # fmt: skip
+    about = {"gpu": torch.cuda.get_device_name(0), "n": len(cases), "wall_s": round(time.perf_counter() - t0, 1)}
+    if len(passes) < 2:  # one pass: its rows, for --merge
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps({**about, "passes": passes}, indent=2) + "\n")
+        return 1 if any(r["mismatches"] for p in passes.values() for r in p) else 0
+    return report([passes[1], passes[2]], about, args.out)
+
+
+def report(passes: list[list[dict]], about: dict, out: Path | None) -> int:
+    """Print and write each part's savings and whether it stays; exit status 1 if any verdict was not as expected."""
     parts = decide(passes)
     for p in parts:
         print(f"{p['part']:<7} saves {', '.join(f'{s:.1%}' for s in p['savings'])}: "
               f"{'keep' if p['keep'] else 'REMOVE (under 10% in a pass)'}")  # fmt: skip
-    result = {"gpu": torch.cuda.get_device_name(0), "n": len(cases), "passes": passes, "parts": parts,
-              "wall_s": round(time.perf_counter() - t0, 1)}  # fmt: skip
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({**about, "passes": {1: passes[0], 2: passes[1]}, "parts": parts}, indent=2) + "\n")
     return 1 if any(r["mismatches"] for p in passes for r in p) else 0
 
 

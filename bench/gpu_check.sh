@@ -50,7 +50,8 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
               --out "$OUT/timing_stability.json" ${KZ_STABILITY_ARGS:-} ;;
     probe) step probe timeout 300 python3 bench/timing_probe.py --out "$OUT/probe.json" ;;
     front_check) step front_check timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/front_check.py ${KZ_FRONT_ARGS:-} ;;
-    ablation) step ablation timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/build_ablation.py --out "$OUT/ablation.json" ;;
+    ablation) step ablation timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/build_ablation.py --out "$OUT/ablation.json" \
+              ${KZ_ABLATION_ARGS:-} ;;
     multi_gpu) step multi_gpu timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/multi_gpu.py --out "$OUT/multi_gpu.json" ;;
     first_call) step first_call timeout ${KZ_FIRST_CALL_TIMEOUT:-120} python3 bench/first_call.py ;;
     sweep) if [ -d "${KZ_SWEEP_FROM:-}" ] && [ ! -d "${KZ_SWEEP_OUT:-$OUT/sweep}" ]; then  # resume a carried sweep
