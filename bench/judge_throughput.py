@@ -84,20 +84,26 @@ def _kb_eval_fresh(args: tuple) -> bool:
 
 
 def kernelbench_way(items: list[tuple[str, str, str, str]], device: str, work: Path, mode: str = "fresh",
-                    built: dict | None = None, timeout_s: float | None = None, progress=None) -> dict:  # fmt: skip
+                    built: dict | None = None, timeout_s: float | None = None, progress=None,
+                    prior: dict | None = None) -> dict:  # fmt: skip
     """`fresh` (KernelBench's batch_eval with one GPU: each candidate evaluated by a newly spawned `mp.Pool`, so a
     process start, `import torch` and a cold Triton JIT per candidate) or `warm` (every candidate in this one
     process: an optimistic bound KernelBench's scripts do not reach). CUDA builds run first on all cores, once.
     `progress(figures)`, if given, gets the figures so far after the builds and after each evaluation (seconds per
-    candidate under `evals`), so a run cut short keeps what it measured."""
+    candidate under `evals`, the correct ones under `passed`), so a run cut short keeps what it measured.
+    `prior`: such figures of a run cut short, resumed: its build phase's seconds stand (the candidates left are built
+    again, not counted: `rebuild_s`) and only the candidates it did not evaluate are; the wall is then the build
+    phase plus every evaluation's seconds, as one run would have spent them (evaluations run one after another)."""
     t0 = time.perf_counter()
+    done = dict(prior["evals"]) if prior else {}
     paths = []
     for name, task_src, cand_src, _ in items:
         (work / f"{name}_task.py").write_text(task_src)
         (work / f"{name}.py").write_text(cand_src)
-        paths.append((str(work / f"{name}_task.py"), str(work / f"{name}.py"), str(work / "ext" / name)))
+        if name not in done:
+            paths.append((str(work / f"{name}_task.py"), str(work / f"{name}.py"), str(work / "ext" / name)))
     spawn = multiprocessing.get_context("spawn")  # the parent may hold a CUDA context: do not fork it
-    cuda = [p for p, it in zip(paths, items) if it[3] == "cuda"]
+    cuda = [p for p, it in zip(paths, [it for it in items if it[0] not in done]) if it[3] == "cuda"]
     if built is None:
         built = {}
         if cuda:
@@ -105,11 +111,17 @@ def kernelbench_way(items: list[tuple[str, str, str, str]], device: str, work: P
                 for (_, cand, _), res in zip(cuda, ex.map(_kb_build, [c[1] for c in cuda], [c[2] for c in cuda])):
                     built[cand] = res
     build_s = time.perf_counter() - t0 if cuda else 0.0
-    ok, evals = 0, {}
+    rebuild_s = None
+    if prior:
+        build_s, rebuild_s = prior["build_s"], build_s
+    evals, passed = done, list(prior.get("passed", [])) if prior else []
+    ok = len(passed)
     for i, (task_path, cand_path, ext_dir) in enumerate(paths):
         if progress is not None:
-            progress({"mode": mode, "build_s": build_s, "correct": ok, "evals": evals, "n": len(items)})
+            progress({"mode": mode, "build_s": build_s, "correct": ok, "evals": evals, "passed": passed,
+                      "n": len(items)})  # fmt: skip
         if cand_path in built and not built[cand_path][0]:
+            evals[Path(cand_path).stem] = 0.0  # KernelBench's eval skips a candidate that did not build
             continue
         t1 = time.perf_counter()
         args = (task_path, cand_path, ext_dir, device, f"{mode}_{i}")
@@ -117,15 +129,19 @@ def kernelbench_way(items: list[tuple[str, str, str, str]], device: str, work: P
             if mode == "fresh":
                 with spawn.Pool(1) as pool:  # as batch_eval: `with mp.Pool(batch_size) as pool` per batch
                     # (its `timeout` per evaluation: a hanging candidate's pool is terminated on the way out)
-                    ok += int(pool.apply_async(_kb_eval_fresh, (args,)).get(timeout_s))
+                    good = bool(pool.apply_async(_kb_eval_fresh, (args,)).get(timeout_s))
             else:
-                ok += int(_kb_eval(*args))
+                good = bool(_kb_eval(*args))
+            ok += good
+            if good:
+                passed.append(Path(cand_path).stem)
         except Exception as exc:
             print(f"  kernelbench-way ({mode}): {Path(cand_path).stem}: {type(exc).__name__}: {str(exc)[-200:]}")
         evals[Path(cand_path).stem] = round(time.perf_counter() - t1, 2)
-    wall = time.perf_counter() - t0
+    wall = time.perf_counter() - t0 if prior is None else build_s + sum(evals.values())
     return {"mode": mode, "wall_s": wall, "build_s": build_s, "correct": ok, "n": len(items),
-            "per_min": 60 * len(items) / wall, "evals": evals, "built": built}  # fmt: skip
+            "per_min": 60 * len(items) / wall, "evals": evals, "passed": passed, "built": built,
+            "rebuild_s": rebuild_s, "resumed": prior is not None}  # fmt: skip
 
 
 STEADY_MARK = "\n# steady-state set: a distinct source, so no build, Triton kernel or verdict is reused\n"
@@ -341,6 +357,13 @@ def main() -> None:
         help="a --kernelbench-only run's JSON for the same candidates (checked by their sources' digest): its "
         "figures stand in for measuring the KernelBench way again",
     )
+    ap.add_argument(
+        "--kernelbench-resume",
+        type=Path,
+        default=None,
+        help="with --kernelbench-only: the JSON of such a run cut short (by a command's time limit); its build phase "
+        "and evaluations stand, the candidates it did not evaluate are evaluated now",
+    )
     ap.add_argument("--skip-kernelbench", action="store_true",
                     help="measure our judge only (every ratio printed is then nan): for a look at our side alone")
     ap.add_argument("--timeout", type=float, default=None, help="seconds per evaluation for both ways (mix: 30)")
@@ -358,6 +381,10 @@ def main() -> None:
             print("judge_throughput: --kernelbench-from measures nothing of the KernelBench way (no --warm-bound, "
                   "no --kernelbench-only)", file=sys.stderr)  # fmt: skip
             sys.exit(2)
+    if args.kernelbench_resume and not (args.kernelbench_only and args.kernelbench_resume.is_file()):
+        print("judge_throughput: --kernelbench-resume needs --kernelbench-only and an existing JSON file",
+              file=sys.stderr)  # fmt: skip
+        sys.exit(2)
     work = Path(tempfile.mkdtemp(prefix="kz-throughput-"))
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")  # cold for both ways
     import torch
@@ -401,7 +428,12 @@ def main() -> None:
                 if args.out:
                     Path(args.out).write_text(json.dumps({**results, backend: {"partial": partial}}, indent=1))
 
-            kb = kernelbench_way(items, device, work / backend, "fresh", timeout_s=timeout, progress=progress)
+            prior = None
+            if args.kernelbench_resume:
+                earlier = json.loads(args.kernelbench_resume.read_text()).get(backend, {})
+                prior = earlier.get("partial") or earlier.get("kernelbench_way")
+            kb = kernelbench_way(items, device, work / backend, "fresh", timeout_s=timeout, progress=progress,
+                                 prior=prior)  # fmt: skip
             kb["names"], kb["candidates_sha"] = [c[0] for c in items], candidates_sha(items)
             print(f"   {kb['correct']}/{kb['n']} correct, {kb['wall_s']:.1f} s (builds {kb['build_s']:.1f} s), "
                   f"{kb['per_min']:.1f}/min", flush=True)  # fmt: skip
