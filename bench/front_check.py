@@ -45,7 +45,7 @@ import torch.utils.cpp_extension as cpp  # noqa: E402
 from throughput_cases.mix import mix  # noqa: E402
 
 from kernelzero.judge.build.front import FrontCheck, nvcc_command, plan, read_call  # noqa: E402
-from kernelzero.judge.build.headers import host_compile  # noqa: E402
+from kernelzero.judge.build.headers import build_pch, host_compile  # noqa: E402
 
 
 def full_attempt(source: str, arch: str) -> tuple[float, bool]:
@@ -82,11 +82,20 @@ def main() -> int:
     ap.add_argument("--arch", default="9.0")
     ap.add_argument("--json", default=None, help="also write the figures here")
     ap.add_argument("--exact", action="store_true", help="preprocess each candidate's .cu (no header facts kept)")
+    ap.add_argument("--host", action="store_true",
+                    help="check the host TUs too, against a torch/extension.h precompiled here first, as the farm does")
     args = ap.parse_args()
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", args.arch)  # torch's writer needs it for the full attempt's flags
     if cpp.CUDA_HOME is None and shutil.which("nvcc"):
         cpp.CUDA_HOME = str(Path(shutil.which("nvcc")).resolve().parents[1])  # a CPU wheel: compile, never run
-    check = FrontCheck(arch=args.arch, max_headers=0 if args.exact else 64)
+    host_pch = None
+    if args.host:  # the mix's host flags are all ["-O3"] (its candidates pass -O3 to nvcc)
+        pch = Path(tempfile.mkdtemp(prefix="kz-front-pch-"))
+        t0 = time.monotonic()
+        failed = build_pch(pch, ["-O3"], True)
+        print(f"precompiled torch/extension.h in {time.monotonic() - t0:.0f} s{': ' + failed if failed else ''}")
+        host_pch = (lambda flags: str(pch) if flags == ["-O3"] else None) if failed is None else None
+    check = FrontCheck(arch=args.arch, max_headers=0 if args.exact else 64, host_pch=host_pch)
     cases = mix("cuda")
     rows = []
     for c in cases:
