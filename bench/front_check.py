@@ -86,8 +86,8 @@ def main() -> int:
                     help="check the host TUs too, against a torch/extension.h precompiled here first, as the farm does")
     args = ap.parse_args()
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", args.arch)  # torch's writer needs it for the full attempt's flags
-    if cpp.CUDA_HOME is None and shutil.which("nvcc"):
-        cpp.CUDA_HOME = str(Path(shutil.which("nvcc")).resolve().parents[1])  # a CPU wheel: compile, never run
+    if cpp.CUDA_HOME is None and (os.environ.get("CUDA_HOME") or shutil.which("nvcc")):  # a CPU wheel: compile only
+        cpp.CUDA_HOME = os.environ.get("CUDA_HOME") or str(Path(shutil.which("nvcc")).resolve().parents[1])
     host_pch = None
     if args.host:  # the mix's host flags are all ["-O3"] (its candidates pass -O3 to nvcc)
         pch = Path(tempfile.mkdtemp(prefix="kz-front-pch-"))

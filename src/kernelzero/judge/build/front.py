@@ -437,7 +437,8 @@ class FrontCheck:
         if pch is None and not self.host_without_pch:
             return None
         cxx, host_flags = host_compile([*cflags, *([f"-I{pch}"] if pch else [])], True)
-        return cpp_sources[0], [cxx, "-DTORCH_EXTENSION_NAME=kz_front", *host_flags, "-fsyntax-only", "host.cpp"]
+        return cpp_sources[0], [cxx, "-DTORCH_EXTENSION_NAME=kz_front", *host_flags, "-fmax-errors=1", "-fsyntax-only",
+                                "host.cpp"]  # the first error decides
 
     def _run(self, nvcc: str, flags: list[str], device_tu: str, preprocess: str | None, macros: bool,
              host: tuple[str, list[str]] | None = None) -> tuple[int, str, list[str] | None, Hosted]:  # fmt: skip
