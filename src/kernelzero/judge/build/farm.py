@@ -421,6 +421,7 @@ class BuildFarm:
             sb.cleanup()
 
     def _front_check(self, source: str) -> FrontResult:
+        self.start_pch()  # the host TU's check needs torch/extension.h precompiled: started by the first check
         with self._lock:  # one checker (it keeps what it learnt of the headers), made by one thread (imports torch)
             if self._front is None:
                 self._front = FrontCheck(self.arch, min(self.timeout_s, 120.0), self.memory_limit_gb, self._env(),
