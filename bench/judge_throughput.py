@@ -96,14 +96,14 @@ def kernelbench_way(items: list[tuple[str, str, str, str]], device: str, work: P
     phase plus every evaluation's seconds, as one run would have spent them (evaluations run one after another)."""
     t0 = time.perf_counter()
     done = dict(prior["evals"]) if prior else {}
+    todo = [it for it in items if it[0] not in done]
     paths = []
-    for name, task_src, cand_src, _ in items:
+    for name, task_src, cand_src, _ in todo:
         (work / f"{name}_task.py").write_text(task_src)
         (work / f"{name}.py").write_text(cand_src)
-        if name not in done:
-            paths.append((str(work / f"{name}_task.py"), str(work / f"{name}.py"), str(work / "ext" / name)))
+        paths.append((str(work / f"{name}_task.py"), str(work / f"{name}.py"), str(work / "ext" / name)))
     spawn = multiprocessing.get_context("spawn")  # the parent may hold a CUDA context: do not fork it
-    cuda = [p for p, it in zip(paths, [it for it in items if it[0] not in done]) if it[3] == "cuda"]
+    cuda = [p for p, it in zip(paths, todo) if it[3] == "cuda"]
     if built is None:
         built = {}
         if cuda:

@@ -284,9 +284,7 @@ def conclude_host(rc: int, log: str, host_tu: str) -> FrontResult:
     if not 0 < n <= len(lines):
         return FrontResult("unsure", why="the error is not on the candidate's plain code")
     spanned = [n] if "cannot convert" in m[0] else [n, *[i for i in range(n - 1, 0, -1) if lines[i - 1].strip()][:1]]
-    text = [lines[i - 1] for i in spanned if 0 < i <= len(lines)]
-    if len(text) != len(spanned) or any(t.lstrip().startswith(("#", "void kz_launch_")) or _CAPS.search(t)
-                                         for t in text):  # fmt: skip
+    if any(lines[i - 1].lstrip().startswith(("#", "void kz_launch_")) or _CAPS.search(lines[i - 1]) for i in spanned):
         return FrontResult("unsure", why="the error is not on the candidate's plain code")
     return _certain(first.replace("host.cpp", "main.cpp"))
 
@@ -399,9 +397,11 @@ class FrontCheck:
             facts = self._facts.get(key) if parts else None
         if parts is not None and facts is not None and facts.pastes(parts[1]):
             parts = None  # a macro of these headers in this code may paste: preprocess the candidate's own `.cu`
+        hosted, unchecked = None, host  # the host TU is checked once, beside the first device TU check
         if parts is not None:
             prefix = None if facts is not None else "\n".join([*plain.split("\n")[:3], parts[0]])
-            rc, log, texts, hosted = self._run(nvcc, flags, device_tu, prefix, macros=True, host=host)
+            rc, log, texts, hosted = self._run(nvcc, flags, device_tu, prefix, macros=True, host=unchecked)
+            unchecked = None
             if facts is None and texts is not None:
                 facts = HeaderFacts.parse(texts)
                 with self._lock:
@@ -415,9 +415,8 @@ class FrontCheck:
             else:  # the headers were new, and pasting: as above
                 parts = None
         if parts is None:
-            first = host if "hosted" not in locals() else None  # the host TU is checked once
-            rc, log, texts, again = self._run(nvcc, flags, device_tu, plain, macros=False, host=first)
-            hosted = again if first is not None else hosted
+            rc, log, texts, again = self._run(nvcc, flags, device_tu, plain, macros=False, host=unchecked)
+            hosted = again if unchecked is not None else hosted
             result = conclude(rc, log, device_tu, texts)
         if host is not None and hosted is not None and result.status != "compile_error":
             on_host = conclude_host(*hosted, host[0])
