@@ -16,8 +16,10 @@ Header constants of every file in cases/ and legit/:
   NEEDS_GPU      whether the expected verdict needs a GPU judge (CUDA builds, timing guards)
   NAIVE          "kernelbench" (default: passes the KernelBench-style naive harness as is) or "lenient" (passes only
                  a harness that casts the output to the reference dtype first: see naive_harness --cast-output)
-  NAIVE_FAST     the naive harness's reported runtime is far below one honest launch (timer forgery, replay, lazy
-                 outputs): the evidence that its timing, not only its check, was fooled; default False
+  NAIVE_FAST     the naive harness's timing, not only its check, was fooled (timer forgery, replay, lazy outputs), as
+                 its own record shows: a timed call that launched no kernel, a reported runtime under a tenth of the
+                 calls' true wall time, or a result line it did not write (test_naive_harness.timing_fooled);
+                 default False
   TIMED_ON_CPU   the cheat lives in the timing stage (phase detection, batch-and-skip, timed lookups): the CPU run
                  judges the file with the timing protocol on host clocks (JudgeOptions.timing_on_cpu), so the guards
                  on timed calls decide its CPU verdict too; default False

@@ -11,6 +11,11 @@ No guards. Never use this to judge anything.
 Run: `python naive_harness.py TASK.py CANDIDATE.py [--backend triton|cuda] [--tol 1e-2] [--cast-output]`. The last
 line of stdout is `NAIVE_RESULT {json}`. `--cast-output` mimics the lenient harnesses that compare
 `out.to(ref.dtype)` (KernelBench does not; its allclose raises on mixed dtypes).
+
+Evidence fields for the tests (not part of what a naive harness does): under the Triton interpreter, how many kernel
+runs the candidate's timed calls made (`timed_launches` of `timed_calls`), and `true_ms`, the mean wall time of the
+candidate's timing calls on a clock taken before the candidate loads. A timed call that launched nothing, or a
+reported runtime far below the true one, shows that the timing was fooled without comparing two runs' clocks.
 """
 
 from __future__ import annotations
@@ -25,6 +30,30 @@ import traceback
 import torch
 
 RESULT_MARK = "NAIVE_RESULT "
+WARMUP, TRIALS = 3, 10
+_TRUE_CLOCK = time.perf_counter_ns  # bound before any candidate runs: patching time.perf_counter later misses it
+
+
+class _Launches:
+    """Counts Triton kernel runs under the interpreter (TRITON_INTERPRET=1): every `kernel[grid](...)` goes through
+    `InterpretedFunction.run`. Off the interpreter nothing is counted (`count` stays None)."""
+
+    count: int | None = None
+
+    @classmethod
+    def install(cls) -> None:
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+        except ImportError:
+            return
+        run = InterpretedFunction.run
+        cls.count = 0
+
+        def counted(self, *args, **kwargs):
+            cls.count += 1
+            return run(self, *args, **kwargs)
+
+        InterpretedFunction.run = counted
 
 
 def _seed(s: int) -> None:
@@ -45,7 +74,7 @@ def _load_candidate(src: str, backend: str, context: dict):
     return mod.ModelNew
 
 
-def _time(fn, args, device: torch.device, warmup: int = 3, trials: int = 10) -> float:
+def _time(fn, args, device: torch.device, warmup: int = WARMUP, trials: int = TRIALS) -> float:
     """Mean milliseconds per call: CUDA events on the current (default) stream, or perf_counter on CPU."""
     for _ in range(warmup):
         fn(*args)
@@ -88,7 +117,11 @@ def run_naive(
         "ref_runtime_ms": None,
         "speedup": None,
         "device": device.type,
+        "timed_calls": None,
+        "timed_launches": None,
+        "true_ms": None,
     }
+    _Launches.install()
     context: dict = {}
     exec(compile(task_src, "<task>", "exec"), context)
     Model, get_inputs, get_init_inputs = context["Model"], context["get_inputs"], context["get_init_inputs"]
@@ -124,7 +157,12 @@ def run_naive(
             res["correct"] = True
             _seed(seed)
             inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in get_inputs()]
+            launches_before, t0 = _Launches.count, _TRUE_CLOCK()
             res["runtime_ms"] = _time(model_new, inputs, device)
+            res["true_ms"] = (_TRUE_CLOCK() - t0) / 1e6 / (WARMUP + TRIALS)
+            res["timed_calls"] = WARMUP + TRIALS
+            if launches_before is not None:
+                res["timed_launches"] = _Launches.count - launches_before
             res["ref_runtime_ms"] = _time(model, inputs, device)
             res["speedup"] = res["ref_runtime_ms"] / max(res["runtime_ms"], 1e-9)
     except Exception as e:  # KernelBench records any exception as "not correct"

@@ -92,11 +92,17 @@ def _stop_server():
         _SERVERS.pop().close()
 
 
-@pytest.fixture(scope="module")
-def honest_launch_ms() -> float:
-    """The naive runtime of one honest interpreted Triton ReLU: the yardstick for 'the timer was fooled'."""
-    legit = next(e for e in LEGIT if e.name == "triton_relu")
-    return run_naive(legit)["runtime_ms"]
+def timing_fooled(res: dict) -> str | None:
+    """How the naive harness's timing was fooled, read from one run's own record (no clock of another run): a timed
+    call that launched no kernel, a reported runtime under a tenth of the same calls' true wall time, or a result
+    line the harness did not write (a correct record without the fields it always fills). None: timed honestly."""
+    if res["timed_calls"] is None:
+        return "forged result line"
+    if res["timed_launches"] is not None and res["timed_launches"] < res["timed_calls"]:
+        return f"{res['timed_calls'] - res['timed_launches']} of {res['timed_calls']} timed calls launched nothing"
+    if res["runtime_ms"] < res["true_ms"] / 10:
+        return f"reported {res['runtime_ms']:.4g} ms per call, true {res['true_ms']:.4g} ms"
+    return None
 
 
 # ---------------------------------------------------------------------------------------------- corpus shape
@@ -142,13 +148,13 @@ def test_cuda_sources_are_extractable(entry):
 
 # ----------------------------------------------------------------------------- the naive harness is fooled (CPU)
 @pytest.mark.parametrize("entry", CPU_CASES)
-def test_exploit_passes_naive_harness(entry, honest_launch_ms):
+def test_exploit_passes_naive_harness(entry):
     extra = ("--cast-output",) if entry.NAIVE == "lenient" else ()
     res = run_naive(entry, *extra)
     assert res["correct"] is True, f"the exploit did not fool the naive harness: {res}"
     assert res["trials_passed"] == 5
-    if entry.NAIVE_FAST:  # its timed calls did not run the honest kernel (or the clock was forged)
-        assert res["runtime_ms"] < honest_launch_ms / 10, (res["runtime_ms"], honest_launch_ms)
+    if entry.NAIVE_FAST:  # its timed calls did not run the honest kernel (or the clock or the record was forged)
+        assert timing_fooled(res) is not None, res
 
 
 def test_precision_cases_are_a_tolerance_policy():
@@ -201,6 +207,7 @@ def test_legit_passes_naive_harness_at_strict_tolerance(entry):
     """No false alarms to begin with: legit solutions are exact to 1e-4 (the judge's fp32 tolerance)."""
     res = run_naive(entry, "--tol", "1e-4")
     assert res["correct"] is True, res
+    assert res["timed_launches"] >= res["timed_calls"] == 13 and timing_fooled(res) is None, res
 
 
 # ---------------------------------------------------------------------------------------------------------- GPU
