@@ -4,7 +4,11 @@ again and again under conditions that separate the causes.
 For each of a few small tasks of the realistic mix (64 x 256, a few microseconds of GPU work; one or two kernels):
 
 - `repeat`: the same process, the same inputs, the protocol run 5 times back to back;
-- `realloc`: the same process, new inputs (fresh allocations) each of 5 times;
+- `realloc`: the same process, new inputs (fresh allocations) each of 5 times; the old ones are freed first, so the
+  caching allocator hands back the same blocks (the same physical memory);
+- `placement`: the same process, the same input values copied each of 5 times into a fresh 64 MB block (its own
+  cudaMalloc, kept alive) at a random 4 KB-aligned offset: a spread here as large as `process`'s points at where
+  the inputs lie (DRAM pages, L2 slices), which one process never varies;
 - `process`: 5 freshly spawned processes, each timing once (what two fresh judgings do);
 - `no_cover`, `no_flush`: the same process and inputs, without the launch cover or without the L2 flush;
 - `graph`: the same process and inputs, the call captured once in a CUDA graph and replayed (one launch per call,
@@ -82,11 +86,35 @@ def _graphed(model, inputs: list):
     return replay
 
 
+def _placements(op: str, model, inputs: list, times: int) -> list[dict]:
+    """`times` timings, each on copies of `inputs` carved from a new 64 MB block at a random offset."""
+    import random
+
+    import torch
+
+    held, rows = [], []
+    for _ in range(times):
+        block = torch.empty(16 * 2**20, dtype=torch.float32, device="cuda")  # a segment of its own
+        held.append(block)
+        offset, sets = random.randrange(0, 2**20, 1024), []  # in floats: 4 KB steps within the first 4 MB
+        for args in inputs:
+            placed = []
+            for x in args:
+                view = block[offset:offset + x.numel()].view(x.shape)
+                view.copy_(x)
+                placed.append(view)
+                offset += (x.numel() + 1023) // 1024 * 1024
+            sets.append(placed)
+        rows.append(_time(op, model, sets))
+    return rows
+
+
 def in_process(op: str, times: int = 5) -> dict:
     model, get_inputs = _module(op)
     inputs = _fresh_inputs(get_inputs)
     _time(op, model, inputs)  # warm the process: first-call costs of every kind
     return {
+        "placement": _placements(op, model, inputs, times),
         "repeat": [_time(op, model, inputs) for _ in range(times)],
         "realloc": [_time(op, model, _fresh_inputs(get_inputs)) for _ in range(times)],
         "no_cover": [_time(op, model, inputs, launch_cover=False) for _ in range(times)],
