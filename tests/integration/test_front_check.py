@@ -115,3 +115,34 @@ def test_a_certain_error_does_not_wait_for_a_build_slot(tmp_path, monkeypatch):
         release.set()
     assert building.result(timeout=10).status == "built"
     farm.close()
+
+
+def test_a_build_under_way_is_shared_not_asked_again(tmp_path, monkeypatch):
+    """The pool and the judge thread both submit every CUDA candidate: the second gets the first one's future (no
+    farm thread held waiting on the build's lock), and one finished asks afresh (then from the cache)."""
+    farm = BuildFarm(str(tmp_path), workers=1, pch=False)
+    running, release, ran = threading.Event(), threading.Event(), []
+
+    def slow_build(source, key):  # a build, then its cache entry, as `_run` promotes one
+        ran.append(key)
+        running.set()
+        release.wait(30)
+        (tmp_path / key).mkdir()
+        (tmp_path / key / "manifest.json").write_text('{"status": "built"}')
+        return BuildResult("built", str(tmp_path / key))
+
+    monkeypatch.setattr(farm, "_run", slow_build)
+    monkeypatch.setattr(farm, "_front_check", lambda source: FrontResult("passed"))
+    try:
+        first = farm.submit("load_inline fine")
+        assert running.wait(10)
+        assert farm.submit("load_inline fine") is first
+        other = farm.submit("load_inline fine", front=False)  # another question: its own build call
+        assert other is not first
+    finally:
+        release.set()
+    assert first.result(timeout=10).status == "built" and other.result(timeout=10).status == "built"
+    assert ran == [farm.key("load_inline fine")]  # the third waited on the lock, then found the cache entry
+    again = farm.submit("load_inline fine")
+    assert again is not first and again.result(timeout=10).hit
+    farm.close()

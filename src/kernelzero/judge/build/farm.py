@@ -300,6 +300,7 @@ class BuildFarm:
         # compile errors waited over 100 s behind 16 running builds on the H200). Builds still take a slot each,
         # front checks one of their own (a few nvcc front ends, ~0.3-2 s); the other threads wait.
         self._submitted = ThreadPoolExecutor(max_workers=8 * self.workers, thread_name_prefix="kz-build")
+        self._futures: dict[tuple[str, bool], Future] = {}  # submitted and not finished, by (key, front)
         self._front_slots = threading.BoundedSemaphore(self.workers)
         self.front_outcomes: Counter[str] = Counter()  # front check statuses (compile_error, passed, unsure, skipped)
         self._front: FrontCheck | None = None  # made by the first build (front.py)
@@ -329,8 +330,22 @@ class BuildFarm:
 
     def submit(self, source: str, front: bool = True) -> Future:
         """`build(source, front)` on a farm thread: the judge starts a build before it waits for the task's
-        reference."""
-        return self._submitted.submit(self.build, source, front)
+        reference. A source whose build is under way gets that build's future (its BuildResult is shared, read
+        only): the pool and the judge thread both ask for every CUDA candidate's build, and a second thread would
+        only hold a farm thread waiting on the first one's lock."""
+        key = (self.key(source), front)
+        with self._lock:
+            future = self._futures.get(key)
+            if future is not None:
+                return future
+            future = self._futures[key] = self._submitted.submit(self.build, source, front)
+        future.add_done_callback(lambda f: self._forget(key, f))  # outside the lock: a done future calls back here
+        return future
+
+    def _forget(self, key: tuple[str, bool], future: Future) -> None:
+        with self._lock:
+            if self._futures.get(key) is future:
+                del self._futures[key]
 
     def _sandbox(self, job: dict[str, Any]) -> Sandbox:
         with self._lock:
