@@ -18,7 +18,10 @@ For each of a few small tasks of the realistic mix (64 x 256, a few microseconds
   that differ at the clock.
 
 Per condition the medians (us) and their spread ((max - min) / median). A cause shows as the condition whose spread
-is large while `repeat`'s is small. Nothing is judged: only trusted eager modules run here.
+is large while `repeat`'s is small. Each timing also keeps the launch cover's audit (`timing._cover_audit`: how long
+the covers ran on the GPU against the host's time to enqueue each call, and how many calls the host may have
+outrun) and the SM clock after it: a cover sized in cycles at one clock runs shorter at a higher one. Nothing is
+judged: only trusted eager modules run here.
 
     python bench/timing_probe.py --out probe.json     # H200: under a minute
 """
@@ -55,7 +58,20 @@ def _time(op: str, model, inputs: list, **cfg) -> dict:
     out = time_model(torch, Bound(torch), model, inputs, cfg)
     ev = out["events"]
     return {"median_us": round(ev["median_ms"] * 1e3, 3), "iqr_us": round(ev["iqr_ms"] * 1e3, 3),
-            "cover_us": out["cover_us"]}  # fmt: skip
+            "cover_us": out["cover_us"], "cover_audit": out["cover_audit"], "sm_clock_mhz": _sm_clock()}  # fmt: skip
+
+
+def _sm_clock() -> int | None:
+    """The GPU's SM clock right after a timing (nvidia-smi), or None: a cover sized at one clock runs shorter at a
+    higher one (the sleep counts cycles)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits", "-i", "0"],
+                             capture_output=True, text=True, timeout=10, check=True).stdout  # fmt: skip
+        return int(out.split()[0])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
 
 
 def _fresh_inputs(get_inputs) -> list:
@@ -158,6 +174,11 @@ def main(argv: list[str] | None = None) -> int:
         result[op] = rows
         print(f"{op:<8} " + "  ".join(f"{k} {spread(v):6.1%} [{', '.join(str(r['median_us']) for r in v)}]"
                                       for k, v in rows.items()), flush=True)  # fmt: skip
+        audits = [(k, r["cover_audit"], r["sm_clock_mhz"]) for k, v in rows.items() for r in v if r["cover_audit"]]
+        print(f"{'':<8} covers: least {min(a['cover_min_us'] for _, a, _ in audits)} us, host at most "
+              f"{max(a['host_max_us'] for _, a, _ in audits)} us, calls maybe uncovered "
+              f"{sum(a['uncovered'] for _, a, _ in audits)}; SM clocks {sorted({c for *_, c in audits if c})} MHz",
+              flush=True)  # fmt: skip
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")
     return 0

@@ -86,6 +86,31 @@ def test_each_timed_call_is_queued_behind_the_cover(cover):
         assert "sleep" not in kinds and stats["cover_us"] is None
 
 
+@pytest.mark.parametrize("slow_after", [None, 4])
+def test_the_cover_audit_counts_calls_the_host_outran(slow_after):
+    """Each cover's GPU length against the host's time from its launch to the call's return: a call that took the
+    host longer than its cover ran is counted (the GPU may have reached it before it was all enqueued). The host
+    clock here is a counter the model advances: 10 us a call, 1 ms a call once `slow_after` calls have run."""
+    device = _Device()
+    device.now, calls = 0.0, []
+    device.perf_counter = lambda: device.now
+    fake_torch = SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True), no_grad=torch.no_grad)
+
+    def model(x):
+        calls.append(1)
+        device.now += 1e-3 if slow_after is not None and len(calls) > slow_after else 10e-6
+        device.queue.append(("call", None))
+        return x
+
+    cfg = {"warmup": 3, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "flush_l2": False}
+    audit = time_model(fake_torch, device, model, [[torch.ones(4)]], cfg)["cover_audit"]
+    assert audit["cover_min_us"] == audit["cover_median_us"] == 30.0  # 3 x the slowest warm-up enqueue (10 us)
+    if slow_after is None:
+        assert audit["uncovered"] == 0 and audit["host_max_us"] == pytest.approx(10.0)
+    else:  # 3 warm-up calls and the estimate, then the timed calls: every one of the 20 outran its 30 us cover
+        assert audit["uncovered"] == 20 and audit["host_median_us"] == pytest.approx(1000.0)
+
+
 def _timed(cand_ms: float, cand_iqr: float, ref_ms: float, ref_iqr: float):
     v = Verdict(status="ok", correct=True)
     Judge._attach_timing(v, {"events": {"median_ms": cand_ms, "iqr_ms": cand_iqr, "min_ms": cand_ms, "n": 20}},

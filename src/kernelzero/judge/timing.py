@@ -63,6 +63,15 @@ def summarize(times_ms: list[float]) -> dict:
     return {"median_ms": statistics.median(ordered), "iqr_ms": iqr, "min_ms": ordered[0], "n": len(ordered)}
 
 
+def _cover_audit(cover_us: list[float], host_s: list[float]) -> dict:
+    """How the covers ran: their GPU length (us; median, least), the host's time from launching a cover to the
+    call's return (us; median, most), and how many calls took the host longer than their cover ran on the GPU."""
+    host_us = [h * 1e6 for h in host_s]
+    return {"cover_median_us": round(statistics.median(cover_us), 2), "cover_min_us": round(min(cover_us), 2),
+            "host_median_us": round(statistics.median(host_us), 2), "host_max_us": round(max(host_us), 2),
+            "uncovered": sum(h > c for h, c in zip(host_us, cover_us))}  # fmt: skip
+
+
 class PersistingL2:
     """Undoes the persisting-L2 carveout before each flush: the persisting-cache limit back to 0 and every persisting
     line demoted to normal (cudart's cudaDeviceSetLimit and cudaCtxResetPersistingL2Cache, through ctypes).
@@ -135,19 +144,29 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         # One call per input set whose output is kept: a random call among those that use that set.
         checked = {j: j + k * bound.randbelow(max(1, (n - 1 - j) // k + 1)) for j in range(min(k, n))}
         captured: dict[int, object] = {}
+        # The cover's audit: an event before each cover (its GPU length is marks -> starts) and the host's time from
+        # launching the cover to the call's return. A call whose host time exceeds its cover's GPU time may have
+        # been reached by the GPU before the host finished enqueuing it (its events then hold host gaps).
+        marks = [bound.event(enable_timing=True) for _ in range(n)] if cover is not None else []
+        host_s: list[float] = []
         for i in range(n):
             if flush is not None:
                 unpin()  # before the flush, every call: the module may pin its inputs again inside forward
                 flush.zero_()
             if cover is not None:
+                marks[i].record()
+                t0 = bound.perf_counter()
                 bound.sleep(cover[0])
             starts[i].record()
             out = model(*input_sets[i % k])
             ends[i].record()
+            if cover is not None:
+                host_s.append(bound.perf_counter() - t0)
             if capture is not None and checked.get(i % k) == i:
                 captured[i % k] = capture(out)
         bound.synchronize()  # device-wide: every stream
         event_ms = [bound.elapsed(a, b) for a, b in zip(starts, ends)]
+        cover_us = [bound.elapsed(a, b) * 1e3 for a, b in zip(marks, starts)]
         # Wall clock per call, each bracketed by device-wide syncs, and the current stream's events around the
         # same call with nothing queued before it (the span: the host's enqueue and the stream's work, no cover):
         # work hidden on a side stream shows in the wall and not in the span (the `side_stream` guard compares
@@ -165,7 +184,8 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
             span_ms.append(bound.elapsed(a, b))
     result = {"events": summarize(event_ms), "wall": summarize(wall_ms), "span": summarize(span_ms),
               "config": asdict(cfg),
-              "cover_us": round(cover[1], 1) if cover is not None else None}  # fmt: skip
+              "cover_us": round(cover[1], 1) if cover is not None else None,
+              "cover_audit": _cover_audit(cover_us, host_s) if cover is not None else None}  # fmt: skip
     if capture is not None:
         result["captured"] = [captured[j] for j in sorted(captured)]
     return result
