@@ -86,11 +86,15 @@ def test_each_timed_call_is_queued_behind_the_cover(cover):
         assert "sleep" not in kinds and stats["cover_us"] is None
 
 
-@pytest.mark.parametrize("slow_after", [None, 4])
-def test_the_cover_audit_counts_calls_the_host_outran(slow_after):
+@pytest.mark.parametrize(("slow_s", "cover_us", "uncovered", "retimed"),
+                         [(None, 30.0, 0, False), (1e-3, 2000.0, 0, True), (5e-3, 2000.0, 20, True)])
+def test_the_cover_audit_counts_calls_the_host_outran_and_a_short_cover_is_retimed(slow_s, cover_us, uncovered,
+                                                                                   retimed):
     """Each cover's GPU length against the host's time from its launch to the call's return: a call that took the
-    host longer than its cover ran is counted (the GPU may have reached it before it was all enqueued). The host
-    clock here is a counter the model advances: 10 us a call, 1 ms a call once `slow_after` calls have run."""
+    host longer than its cover ran is counted (the GPU may have reached it before it was all enqueued). Over 1 in
+    20 such calls, the calls are timed once more behind a cover of twice the host's slowest (at most cover_max_us).
+    The host clock here is a counter the model advances: 10 us a call, `slow_s` a call after warm-up and estimate
+    (the cover is sized at 3 x 10 us)."""
     device = _Device()
     device.now, calls = 0.0, []
     device.perf_counter = lambda: device.now
@@ -98,17 +102,17 @@ def test_the_cover_audit_counts_calls_the_host_outran(slow_after):
 
     def model(x):
         calls.append(1)
-        device.now += 1e-3 if slow_after is not None and len(calls) > slow_after else 10e-6
+        device.now += slow_s if slow_s is not None and len(calls) > 4 else 10e-6
         device.queue.append(("call", None))
         return x
 
     cfg = {"warmup": 3, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "flush_l2": False}
-    audit = time_model(fake_torch, device, model, [[torch.ones(4)]], cfg)["cover_audit"]
-    assert audit["cover_min_us"] == audit["cover_median_us"] == 30.0  # 3 x the slowest warm-up enqueue (10 us)
-    if slow_after is None:
-        assert audit["uncovered"] == 0 and audit["host_max_us"] == pytest.approx(10.0)
-    else:  # 3 warm-up calls and the estimate, then the timed calls: every one of the 20 outran its 30 us cover
-        assert audit["uncovered"] == 20 and audit["host_median_us"] == pytest.approx(1000.0)
+    stats = time_model(fake_torch, device, model, [[torch.ones(4)]], cfg)
+    audit = stats["cover_audit"]
+    assert (audit["cover_min_us"], audit["uncovered"], audit["retimed"], stats["cover_us"]) == (
+        cover_us, uncovered, retimed, cover_us)
+    assert len(calls) == 3 + 1 + 20 * (1 + retimed) + 20  # warm-up, estimate, timed (twice if retimed), wall
+    assert audit["host_median_us"] == pytest.approx(10.0 if slow_s is None else slow_s * 1e6)
 
 
 def _timed(cand_ms: float, cand_iqr: float, ref_ms: float, ref_iqr: float):
