@@ -34,7 +34,12 @@ host.cpp:9:17: error: 'n' was not declared in this scope; did you mean 'c10::att
 """
 TENSOR = """host.cpp: In function 'at::Tensor sigmoid_cuda(at::Tensor, at::Tensor)':
 host.cpp:10:84: error: cannot convert 'at::Tensor' to 'const float*'
-host.cpp:5:80: note:   initializing argument 5 of 'void kz_launch_k(dim3, dim3, size_t, cudaStream_t, ...)'
+   10 |     kz_launch_k(dim3((n + 255) / 256), dim3(256), (size_t)(0), (cudaStream_t)(0), x, out.data_ptr<float>(), n);
+      |                                                                                    ^
+      |                                                                                    |
+      |                                                                                    at::Tensor
+host.cpp:5:80: note:   initializing argument 5 of 'void kz_launch_k(dim3, dim3, size_t, cudaStream_t, const float*, \
+float*, long int)'
 """
 
 
@@ -45,8 +50,11 @@ def test_a_missing_token_between_plain_statements_is_certain():
     assert "'n' was not declared" not in r.feedback  # the cascade after the first error is not shown
 
 
-def test_a_tensor_passed_for_a_pointer_is_certain():
-    assert conclude_host(1, TENSOR, HOST_TU).status == "compile_error"
+def test_a_tensor_passed_for_a_pointer_is_certain_and_told_as_the_launch_the_candidate_wrote():
+    r = conclude_host(1, TENSOR, HOST_TU)
+    assert r.status == "compile_error" and "kz_launch" not in r.feedback
+    assert "initializing argument 1 of the launch of kernel 'k'" in r.feedback  # x: the kernel's first argument
+    assert "k<<<dim3((n + 255) / 256), dim3(256)" in r.feedback
 
 
 @pytest.mark.parametrize(

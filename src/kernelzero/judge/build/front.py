@@ -286,7 +286,18 @@ def conclude_host(rc: int, log: str, host_tu: str) -> FrontResult:
     spanned = [n] if "cannot convert" in m[0] else [n, *[i for i in range(n - 1, 0, -1) if lines[i - 1].strip()][:1]]
     if any(lines[i - 1].lstrip().startswith(("#", "void kz_launch_")) or _CAPS.search(lines[i - 1]) for i in spanned):
         return FrontResult("unsure", why="the error is not on the candidate's plain code")
-    return _certain(first.replace("host.cpp", "main.cpp"))
+    return _certain(_unsplit(first).replace("host.cpp", "main.cpp"))
+
+
+_STUB_NOTE = re.compile(r"initializing argument (\d+) of 'void kz_launch_(\w+)\(dim3, dim3, size_t, cudaStream_t[^']*'")
+
+
+def _unsplit(log: str) -> str:
+    """g++'s words on the host TU as the candidate wrote it: the launch stub a split made of `k<<<...>>>(args)` is
+    named as that launch, its argument counted among the kernel's (the stub takes grid, block, shared memory and
+    stream first), and the stub's name is not shown (the candidate never wrote it)."""
+    log = _STUB_NOTE.sub(lambda m: f"initializing argument {int(m[1]) - 4} of the launch of kernel '{m[2]}'", log)
+    return re.sub(r"\bkz_launch_(\w+)\(dim3\(", r"\1<<<dim3(", log)
 
 
 @dataclass(frozen=True)
