@@ -121,3 +121,48 @@ def test_proposer_chat_lists_the_apis_rules_and_example():
 def test_proposer_needs_apis():
     with pytest.raises(ValueError, match="at least one API"):
         proposer_messages([])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_brief_prompts_carry_the_task_or_api_set_alone(backend):
+    """`brief` (roles.coder.PROMPTS): no rules, no worked example; the task (or API set) and the answer's form stay,
+    and refinement turns follow as in the full chat."""
+    full, brief = user_text(coder_messages(TASK, backend)), user_text(coder_messages(TASK, backend, brief=True))
+    assert "```python\n" + TASK.strip("\n") + "\n```" in brief and "one ```python block" in brief
+    assert "## Rules" in full and "## Rules" not in brief and worked_example(backend)[1].strip("\n") not in brief
+    assert len(brief) < len(full) / 4
+    previous = [Attempt.of("```python\nx = 1\n```", "x = 1", "incorrect: max abs error 3.0")]
+    assert coder_messages(TASK, backend, previous=previous, brief=True)[2:] == \
+        coder_messages(TASK, backend, previous=previous)[2:]  # fmt: skip
+    apis = ("torch.exp", "F.relu")
+    text = user_text(proposer_messages(apis, brief=True))
+    assert "{`torch.exp`, `F.relu`}" in text and "## Rules" not in text and "one ```python block" in text
+    assert "## Rules" in user_text(proposer_messages(apis))
+
+
+def test_the_prompt_style_reaches_every_chat_the_loop_sends():
+    """propose (the task batch) and coder_samples (l(m)) build their chats in the style asked for."""
+    from kernelzero.curriculum.proposals import coder_samples, propose
+    from kernelzero.generation.base import Completion, SamplingConfig
+    from kernelzero.tasks import Task
+
+    class Recording:
+        name = "recording"
+
+        def __init__(self):
+            self.chats = []
+
+        def generate(self, prompts, n, sampling):
+            self.chats += prompts
+            return [[Completion("no code", "stop") for _ in range(n)] for _ in prompts]
+
+    class NoValidator:
+        def validate_many(self, items):
+            return []
+
+    for brief in (False, True):
+        policy = Recording()
+        propose(policy, [("torch.exp", "F.relu")], NoValidator(), sampling=SamplingConfig(), brief=brief)
+        coder_samples(Task(name="t", source=TASK), policy, k=2, backend="triton",
+                      judge_fn=lambda *a: None, sampling=SamplingConfig(), brief=brief)  # fmt: skip
+        assert [("## Rules" in user_text(c)) for c in policy.chats] == [not brief, not brief]

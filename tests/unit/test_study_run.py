@@ -13,11 +13,12 @@ import pytest
 
 from kernelzero.generation.base import Completion, SamplingConfig
 from kernelzero.judge.verdict import Verdict
+from kernelzero.loop.config import RunConfig
 from kernelzero.rewards.cagrpo import gated_group_rewards
 from kernelzero.rewards.config import GateConfig
-from kernelzero.study.config import ARMS, StudyConfig
+from kernelzero.study.config import ARMS, StudyConfig, smoke_config
 from kernelzero.study.report import collect
-from kernelzero.study.run import _Prefetched, _VerdictCache
+from kernelzero.study.run import Study, _Prefetched, _VerdictCache
 from kernelzero.study.sft import PlateauStop, split
 from kernelzero.tasks import Task
 from kernelzero.trainers.sft import SolutionPair
@@ -115,6 +116,19 @@ def test_one_seed_never_counts_as_beating_the_spread(tmp_path):
 def test_study_config_names_bad_fields():
     with pytest.raises(ValueError, match="StudyConfig.device"):
         StudyConfig(device="tpu")
+    with pytest.raises(ValueError, match="StudyConfig.prompts must be one of full, brief"):
+        StudyConfig(prompts="short")
+    with pytest.raises(ValueError, match="prompts must be one of full, brief"):
+        RunConfig(prompts="short")
+
+
+@pytest.mark.parametrize("prompts", ["brief", "full"])
+def test_the_loop_of_a_study_uses_its_prompt_style(tmp_path, prompts):
+    """SFT, the evaluation and the loop read one style: a Coder cold-started on brief prompts and trained by GRPO on
+    full ones would see text it was never trained on."""
+    config = StudyConfig(device="cpu", prompts=prompts)
+    assert Study(config, tmp_path).run_config(tmp_path / "corpus").prompts == prompts
+    assert StudyConfig().prompts == smoke_config().prompts == "brief" and RunConfig().prompts == "full"
 
 
 @pytest.mark.parametrize("args, message", [(["--arm", "nope"], "--arm must be one of main"),

@@ -121,12 +121,13 @@ def read_api_sets(path: str | os.PathLike) -> list[tuple[str, ...]]:
 
 
 def propose(policy, api_sets: Sequence[Sequence[str]], validator: Validator, *, sampling: SamplingConfig | None = None,
-            on_stage: Callable[[str], None] | None = None) -> list[Proposal]:  # fmt: skip
+            on_stage: Callable[[str], None] | None = None, brief: bool = False) -> list[Proposal]:  # fmt: skip
     """One task per API set from `policy`, validated (concurrently; a near-copy of an earlier task of the batch is a
-    `duplicate`). Not yet measured or rewarded."""
+    `duplicate`). Not yet measured or rewarded. `brief`: the Proposer's brief prompt (`roles.coder.PROMPTS`)."""
     say = on_stage or (lambda _msg: None)
     say(f"generating {len(api_sets)} tasks with {policy.name}")
-    completions = policy.generate([proposer_messages(list(s)) for s in api_sets], 1, sampling or SamplingConfig())
+    chats = [proposer_messages(list(s), brief=brief) for s in api_sets]
+    completions = policy.generate(chats, 1, sampling or SamplingConfig())
     proposals: list[Proposal | None] = []
     to_check: list[tuple[str, str, tuple[str, ...]]] = []
     for apis, comps in zip(api_sets, completions, strict=True):
@@ -149,19 +150,20 @@ def propose(policy, api_sets: Sequence[Sequence[str]], validator: Validator, *, 
 
 
 def coder_samples(task: Task, coder: Policy, *, k: int, backend: str, judge_fn: JudgeFn, sampling: SamplingConfig,
-                  judge_many: JudgeManyFn | None = None) -> list[Judged]:  # fmt: skip
+                  judge_many: JudgeManyFn | None = None, brief: bool = False) -> list[Judged]:  # fmt: skip
     """k samples of the frozen Coder on a task, each judged: what l(m) is measured on (one turn of `eval.solve`)."""
-    res = solve(task, coder, backend=backend, judge_fn=judge_fn, samples=k, sampling=sampling, judge_many=judge_many)
+    res = solve(task, coder, backend=backend, judge_fn=judge_fn, samples=k, sampling=sampling, judge_many=judge_many,
+                brief=brief)  # fmt: skip
     return [Judged(r.completion.text, r.code, r.verdict) for r in res.rollouts]
 
 
 def measure(proposals: Sequence[Proposal], coder: Policy, *, k: int, backend: str, judge_fn: JudgeFn,
-            sampling: Callable[[int], SamplingConfig]) -> None:  # fmt: skip
+            sampling: Callable[[int], SamplingConfig], brief: bool = False) -> None:  # fmt: skip
     """k judged Coder samples and l(m) for every valid proposal; `sampling(i)` samples the i-th proposal's."""
     for i, p in enumerate(proposals):
         if p.valid:
             p.record_samples(coder_samples(p.task(), coder, k=k, backend=backend, judge_fn=judge_fn,
-                                           sampling=sampling(i)))  # fmt: skip
+                                           sampling=sampling(i), brief=brief))  # fmt: skip
 
 
 def reward_batch(proposals: Sequence[Proposal], config: ProposerRewardConfig | None = None) -> None:
@@ -184,17 +186,19 @@ def propose_batch(
     backend: str = "triton",
     reward_config: ProposerRewardConfig | None = None,
     on_stage: Callable[[str], None] | None = None,
+    brief: bool = False,
 ) -> ProposeSummary:
-    """Generate one task per API set, validate all (concurrently), optionally score valid ones with k Coder samples."""
+    """Generate one task per API set, validate all (concurrently), optionally score valid ones with k Coder samples
+    (`brief`: both roles' brief prompts, `roles.coder.PROMPTS`)."""
     say = on_stage or (lambda _msg: None)
     sampling = sampling or SamplingConfig()
-    proposals = propose(policy, api_sets, validator, sampling=sampling, on_stage=on_stage)
+    proposals = propose(policy, api_sets, validator, sampling=sampling, on_stage=on_stage, brief=brief)
     valid = [p for p in proposals if p.valid]
     if coder is not None and k > 0 and valid:
         if judge_fn is None:
             raise ValueError("propose_batch: a Coder to measure l(m) with needs a judge_fn")
         say(f"judging {k} Coder samples on each of {len(valid)} valid tasks")
-        measure(proposals, coder, k=k, backend=backend, judge_fn=judge_fn, sampling=lambda _i: sampling)
+        measure(proposals, coder, k=k, backend=backend, judge_fn=judge_fn, sampling=lambda _i: sampling, brief=brief)
     reward_batch(proposals, reward_config)
     return ProposeSummary(proposals)
 

@@ -169,8 +169,10 @@ def run_eval(
     principles: Sequence[str] | None = None,
     on_record: Callable[[EvalRecord], None] | None = None,
     judge_many: JudgeManyFn | None = None,
+    brief: bool = False,
 ) -> list[EvalRecord]:
     """Generate and judge `samples` x `turns` attempts per task, resuming from `out_dir`; every record, in order.
+    `brief`: the Coder's brief prompt (`roles.coder.PROMPTS`).
 
     With `judge_many` (a pool), each turn's answers are judged concurrently; else one `judge_fn` call at a time.
     """
@@ -205,6 +207,7 @@ def run_eval(
                 on_rollout=record,
                 done=done,
                 judge_many=judge_many,
+                brief=brief,
             )
         return _ordered(log.records, tasks)
 

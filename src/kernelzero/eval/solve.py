@@ -94,8 +94,10 @@ def solve(
     on_rollout: Callable[[Rollout], None] | None = None,
     done: Mapping[tuple[int, int], Rollout] | None = None,
     judge_many: JudgeManyFn | None = None,
+    brief: bool = False,
 ) -> SolveResult:
-    """Run `turns` rounds of `samples` parallel refinement chains on `task` and judge every answer.
+    """Run `turns` rounds of `samples` parallel refinement chains on `task` and judge every answer (`brief`: the
+    Coder's brief prompt, `roles.coder.PROMPTS`).
 
     `done` maps (sample, turn) to rollouts judged by an earlier, interrupted run: they are replayed into their
     chain's history (and the result) without generating or judging again, and `on_rollout` is not called for them.
@@ -112,10 +114,11 @@ def solve(
         todo = [s for s in range(samples) if (s, turn) not in done]
         fresh: list[Completion] = []
         if todo and turn == 1:  # one chat, n samples: backends batch or share the prompt's prefix
-            chat = coder_messages(task.source, backend, principles=principles)
+            chat = coder_messages(task.source, backend, principles=principles, brief=brief)
             fresh = policy.generate([chat], len(todo), sampling)[0]
         elif todo:
-            chats = [coder_messages(task.source, backend, previous=history[s], principles=principles) for s in todo]
+            chats = [coder_messages(task.source, backend, previous=history[s], principles=principles, brief=brief)
+                     for s in todo]  # fmt: skip
             fresh = [c[0] for c in policy.generate(chats, 1, sampling)]
         generated = dict(zip(todo, fresh, strict=True))
         judged: dict[int, Judged] = {}

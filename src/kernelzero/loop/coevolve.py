@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -64,6 +65,7 @@ from kernelzero.loop.records import TASKS_FILE, VERDICTS_FILE, TaskRecord, Verdi
 from kernelzero.loop.runlog import Key, KeyedLog, fault, read_json, write_json_atomic
 from kernelzero.rewards.proposer import mean_correct, tally
 from kernelzero.roles.coder import Judged
+from kernelzero.roles.proposer import proposer_messages
 from kernelzero.tasks import Task, seed_tasks, task_from_record, task_to_record
 
 logger = logging.getLogger("kernelzero.loop.coevolve")
@@ -104,6 +106,7 @@ class CoEvolution:
         """policies: generation backends to use instead of a role's current weights for the loop's own sampling
         (task batch, l(m) samples), by role; for tests (a scripted Proposer). The trainers always train weights."""
         self.config = config
+        self.brief = config.prompts == "brief"  # both roles' prompts (roles.coder.PROMPTS)
         # Under `accelerate launch`/torchrun every rank runs the loop: all ranks train in the phases (TRL), rank 0
         # alone runs the task batch and the frontier update and writes every file; the others wait, then re-read
         # state.json. Rank 0's records hold what TRL gathers to it (a phase's rewards) and its own l(m) samples.
@@ -117,7 +120,7 @@ class CoEvolution:
         if saved is None:
             if self.is_main:
                 write_json_atomic(self.run_dir / CONFIG_FILE, config.to_dict())
-        elif saved != json.loads(json.dumps(config.to_dict(), default=str)):
+        elif _plain(config_from_dict(saved).to_dict()) != _plain(config.to_dict()):  # a field added since: default
             raise ValueError(f"{self.run_dir} holds a run with a different config; resume it with --resume only")
         self.state = RunState.from_dict(read_json(self.run_dir / STATE_FILE, {}))
         self.tasks_log = KeyedLog(self.run_dir / TASKS_FILE, repair=self.is_main)
@@ -294,7 +297,8 @@ class CoEvolution:
                 return []
             judge = self.judge()
             return await asyncio.to_thread(coder_samples, task, coder, k=k, backend=backend, judge_fn=judge.judge,
-                                           sampling=lm_sampling, judge_many=judge.judge_many)  # fmt: skip
+                                           sampling=lm_sampling, judge_many=judge.judge_many,
+                                           brief=self.brief)  # fmt: skip
 
         advance = self._advance(f"round {r} Proposer steps", cfg.max_steps)
 
@@ -312,7 +316,8 @@ class CoEvolution:
             fault(f"proposer:step{rec.step}")
 
         self._run_phase("proposer", cfg, lambda: run_proposer_phase(
-            cfg, api_sets, validator.validate, coder_samples_fn, on_rewards=on_rewards))
+            cfg, api_sets, validator.validate, coder_samples_fn, on_rewards=on_rewards,
+            prompt_fn=functools.partial(proposer_messages, brief=self.brief)))
         self.state.models["proposer"] = str(Path(cfg.output_dir) / "final")
         self.commit(unit_name(r, "proposer"), api_sets=api_sets)
 
@@ -347,14 +352,14 @@ class CoEvolution:
         api_sets = self.state.rounds[str(r)]["api_sets"][: loop.tasks_per_round]
         self.say(f"round {r}: the trained Proposer writes {len(api_sets)} tasks; validating them in the sandbox")
         proposer = self._policy("proposer")
-        proposals = propose(proposer, api_sets, self._validator(pool), sampling=self._sampling(r, 2))
+        proposals = propose(proposer, api_sets, self._validator(pool), sampling=self._sampling(r, 2), brief=self.brief)
         del proposer
         valid = [p for p in proposals if p.valid]
         if valid and loop.coder_k > 0:
             coder = self._policy("coder")
             self.say(f"  judging {loop.coder_k} frozen-Coder samples on each of {len(valid)} valid tasks (l(m))")
             measure(proposals, coder, k=loop.coder_k, backend=self.config.backend, judge_fn=self.judge().judge,
-                    sampling=lambda i: self._sampling(r, 3 + i))  # fmt: skip
+                    sampling=lambda i: self._sampling(r, 3 + i), brief=self.brief)  # fmt: skip
         reward_batch(proposals, self.config.proposer.reward)
         for i, p in enumerate(proposals):
             for j, judged in enumerate(p.judged):
@@ -397,7 +402,7 @@ class CoEvolution:
 
     # ------------------------------------------------------------------ r.coder
     def _unit_coder(self, r: int) -> None:
-        from kernelzero.trainers.coder import run_coder_phase
+        from kernelzero.trainers.coder import coder_prompt, run_coder_phase
 
         tasks = [task_from_record(t, "state.json", 0) for t in self.state.rounds[str(r)]["coder_tasks"]]
         if not tasks:
@@ -428,8 +433,9 @@ class CoEvolution:
             advance()
             fault(f"coder:step{rec.step}")
 
+        prompt_fn = functools.partial(coder_prompt, brief=self.brief)
         whole = self._run_phase("coder", cfg, lambda: run_coder_phase(cfg, tasks, self.judge().ajudge,
-                                                                      on_rewards=on_rewards))  # fmt: skip
+                                                                      on_rewards=on_rewards, prompt_fn=prompt_fn))
         if whole and None not in written:  # every verdict of the phase is in `written`, as the file holds it
             self._coder_verdicts[r] = [v for v in written if v is not None]
         self.state.models["coder"] = str(Path(cfg.output_dir) / "final")
@@ -458,6 +464,10 @@ class CoEvolution:
         self.say(f"round {r}: frontier updated: {len(pool)} task(s) in the pool, {hard} hard")
         self.commit(unit_name(r, "frontier"), pool=pool, next_round=True)
         pool.save(self.run_dir)
+
+
+def _plain(d: dict) -> dict:
+    return json.loads(json.dumps(d, default=str))
 
 
 def _num(x: float) -> float | None:

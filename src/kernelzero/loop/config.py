@@ -20,6 +20,7 @@ from typing import Any
 
 from kernelzero.curriculum.validate import ValidationConfig
 from kernelzero.judge.options import BACKENDS, JudgeOptions
+from kernelzero.roles.coder import PROMPTS
 from kernelzero.trainers.config import CoderPhaseConfig, ProposerPhaseConfig
 from kernelzero.trainers.presets import coder_preset, proposer_preset
 
@@ -111,6 +112,9 @@ class RunConfig:
     """Candidates judged concurrently (default: the CPU count on CPU, 4 on GPU)."""
     tensorboard: bool = True
     """Write TensorBoard events (the loop's own and TRL's) besides the JSONL metrics."""
+    prompts: str = "full"
+    """Both roles' prompts: `full` (rules and a worked example) or `brief` (the task or API set alone), for models
+    cold-started from scratch on a task family (`roles.coder.PROMPTS`; the learning study's)."""
 
     def __post_init__(self) -> None:
         if self.preset not in PRESETS:
@@ -119,6 +123,8 @@ class RunConfig:
             raise ValueError(f"rounds must be >= 1, got {self.rounds!r}")
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.prompts not in PROMPTS:
+            raise ValueError(f"prompts must be one of {', '.join(PROMPTS)}, got {self.prompts!r}")
         if self.backend not in self.coder.backends:
             self.coder = dataclasses.replace(self.coder, backends=(self.backend,))
 

@@ -23,6 +23,11 @@ JudgeManyFn = Callable[[Sequence[tuple[Task, str, str]]], Iterable[Verdict]]
 `JudgePool.judge_many`)."""
 
 BACKENDS = ("cuda", "triton")
+PROMPTS = ("full", "brief")
+"""Prompt styles of both roles: `full` (rules and a worked example: what a pretrained model needs) or `brief` (the
+task or API set alone: a from-scratch model cold-started on the task family, whose prompt is then a few hundred
+tokens instead of over a thousand; on 2 CPU cores, SFT on brief prompts ran three times as many steps per minute and
+was the only one of the two to write correct kernels for unseen tasks)."""
 MAX_REPLAY_CHARS = 6000  # a code-less earlier completion is replayed up to this length in a refinement chat
 
 # Cold-start hints (the paper distils such principles with SFT; a prompt can carry them too).
@@ -114,18 +119,25 @@ def coder_messages(
     *,
     previous: Sequence[Attempt] = (),
     principles: Sequence[str] | None = None,
+    brief: bool = False,
 ) -> list[dict[str, str]]:
-    """The chat for one Coder rollout: system, the task turn, then one (answer, feedback) pair per earlier attempt."""
+    """The chat for one Coder rollout: system, the task turn, then one (answer, feedback) pair per earlier attempt.
+
+    `brief`: the task turn without the rules and the worked example (`PROMPTS`), for a model trained from scratch
+    on the task family: they are most of the prompt's tokens and teach such a model nothing its SFT data does not."""
     _check_backend(backend)
-    example_task, example_solution = worked_example(backend)
     parts = [
         (
             f"Rewrite the PyTorch module `Model` below as `ModelNew`, using custom {_BACKEND_NAMES[backend]} kernels "
             "so that it is faster and gives the same results."
         ),
-        "## Rules\n" + _COMMON_RULES + "\n" + _BACKEND_RULES[backend],
-        "## Example\nTask:\n" + _fence(example_task) + "\nSolution:\n" + _fence(example_solution),
     ]
+    if not brief:
+        example_task, example_solution = worked_example(backend)
+        parts += [
+            "## Rules\n" + _COMMON_RULES + "\n" + _BACKEND_RULES[backend],
+            "## Example\nTask:\n" + _fence(example_task) + "\nSolution:\n" + _fence(example_solution),
+        ]
     if principles:
         parts.append("## Optimization principles\n" + "\n".join(f"- {p}" for p in principles))
     parts.append(

@@ -36,10 +36,16 @@ class TaskBudget:
     max_forward_ms_cpu: float = 2000.0  # one eager forward on a CPU core, as the validator times it
 
 
-def proposer_messages(apis: Sequence[str], *, budget: TaskBudget | None = None) -> list[dict[str, str]]:
-    """The chat for one Proposer rollout: system, then the rules, the worked example and the API set to use."""
+def proposer_messages(apis: Sequence[str], *, budget: TaskBudget | None = None,
+                      brief: bool = False) -> list[dict[str, str]]:  # fmt: skip
+    """The chat for one Proposer rollout: system, then the rules, the worked example and the API set to use.
+    `brief`: the API set alone (`roles.coder.PROMPTS`), for a model cold-started on valid tasks."""
     if not apis:
         raise ValueError("proposer_messages needs at least one API, got an empty set")
+    if brief:
+        user = ("Write a new PyTorch task that uses every API in the set below.\n\n## Your API set\n" + _api_list(apis)
+                + "\n\nReply with one ```python block holding the complete task.")  # fmt: skip
+        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
     budget = budget or TaskBudget()
     example = (resources.files("kernelzero") / "data" / "proposer_example_task.py").read_text(encoding="utf-8")
     rules = f"""\

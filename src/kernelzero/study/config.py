@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from kernelzero.roles.coder import PROMPTS
 from kernelzero.study.family import FamilyConfig
 from kernelzero.study.models import StudyModelConfig, smoke_models
 
@@ -56,6 +57,12 @@ class StudyConfig:
     """Test-pair tasks of the evaluation (the study's minimum is 64)."""
     models: StudyModelConfig = field(default_factory=StudyModelConfig)
     """Tokenizer and decoder sizes."""
+    prompts: str = "brief"
+    """Both roles' prompts in SFT, evaluation and the loop (`roles.coder.PROMPTS`). `brief`: the task or API set
+    alone. On 2 CPU cores a 1.3M-parameter Coder trained 500 steps on the full prompts (rules and a worked example,
+    about 1,050 tokens) wrote no correct kernel (0 of 16 test samples, 0 of 16 rollouts in the loop); trained 1,200
+    steps on brief prompts (about 150 tokens; three times the steps per minute) it wrote 9 of 32 unseen training-pair
+    tasks and 6 of 32 test-pair tasks exactly as the writer does (greedy)."""
     val_fraction: float = 0.1
     """Share of each role's SFT examples held out for the validation loss of the stopping rule."""
     sft_lr: float = 1e-3
@@ -99,6 +106,8 @@ class StudyConfig:
     def __post_init__(self) -> None:
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"StudyConfig.device must be auto, cpu or cuda, got {self.device!r}")
+        if self.prompts not in PROMPTS:
+            raise ValueError(f"StudyConfig.prompts must be one of {', '.join(PROMPTS)}, got {self.prompts!r}")
         if not 0.0 < self.val_fraction < 1.0:
             raise ValueError(f"StudyConfig.val_fraction must be in (0, 1), got {self.val_fraction!r}")
         for name in ("rounds", "train_tasks", "test_tasks", "eval_samples", "sft_patience"):

@@ -159,7 +159,7 @@ class Study:
     def build_models(self, corpus: Path, out: Path) -> None:
         rows = _jsonl(corpus / "corpus.jsonl")
         tasks = family.train_tasks(self.config.train_tasks, config=self.config.family)
-        texts = tokenizer_texts(tasks, [r["solution"] for r in rows])
+        texts = tokenizer_texts(tasks, [r["solution"] for r in rows], brief=self.config.prompts == "brief")
         paths = build_models(out, texts, self.config.models, seed=self.seed)
         self.say(f"  models: {', '.join(str(p) for p in paths.values())}")
 
@@ -172,10 +172,13 @@ class Study:
                                   seed=self.seed)  # fmt: skip
         have = Counter(r.task for r in read_records(out / VERDICTS))
         pending = [t for t in tasks if have[task_id(t)] < cfg.eval_samples]
-        policy = _Prefetched(policy, [coder_messages(t.source, BACKEND) for t in pending], cfg.eval_samples, sampling)
+        brief = cfg.prompts == "brief"
+        chats = [coder_messages(t.source, BACKEND, brief=brief) for t in pending]
+        policy = _Prefetched(policy, chats, cfg.eval_samples, sampling)
         pool = self.judge()
         records = run_eval(tasks, policy, backend=BACKEND, judge_fn=pool.judge, out_dir=out,
-                           samples=cfg.eval_samples, sampling=sampling, judge_many=pool.judge_many)  # fmt: skip
+                           samples=cfg.eval_samples, sampling=sampling, judge_many=pool.judge_many,
+                           brief=brief)  # fmt: skip
         summary = write_report(out, records, [1], {"model": str(model), "arm": self.arm, "seed": self.seed},
                                plots=False)  # fmt: skip
         row = summary["rows"][-1]
@@ -203,7 +206,7 @@ class Study:
         return RunConfig(seed=self.seed, rounds=cfg.rounds, backend=BACKEND, coder=coder, proposer=proposer,
                          loop=loop, validation=ValidationConfig(device=cfg.device, workers=cfg.judge_workers),
                          judge=JudgeOptions(device=cfg.device, trials=cfg.judge_trials, compile_baseline=False),
-                         judge_workers=cfg.judge_workers, tensorboard=False)  # fmt: skip
+                         judge_workers=cfg.judge_workers, tensorboard=False, prompts=cfg.prompts)  # fmt: skip
 
     def coevolve(self, corpus: Path, run_dir: Path) -> None:
         self.close_judge()  # the loop starts its own pool: two idle pools would hold two sets of GPU workers

@@ -9,6 +9,7 @@ SFT), and `pairs.jsonl` records which example went where so that this can be che
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -20,6 +21,7 @@ from transformers import TrainerCallback
 from kernelzero.roles.proposer import proposer_messages
 from kernelzero.study.config import StudyConfig
 from kernelzero.tasks import Task
+from kernelzero.trainers.coder import coder_prompt
 from kernelzero.trainers.config import SFTPhaseConfig
 from kernelzero.trainers.sft import SolutionPair, run_sft
 
@@ -72,9 +74,9 @@ def role_pairs(role: str, corpus: Path) -> list[SolutionPair]:
     return pairs
 
 
-def proposer_prompt(task: Task, backend: str) -> list[dict]:
+def proposer_prompt(task: Task, backend: str, brief: bool = False) -> list[dict]:
     """The Proposer's chat for the task's API set (`backend` is unused: a task is backend-free)."""
-    return proposer_messages(task.apis)
+    return proposer_messages(task.apis, brief=brief)
 
 
 def split(pairs: list[SolutionPair], fraction: float, seed: int) -> tuple[list[SolutionPair], list[SolutionPair]]:
@@ -106,9 +108,9 @@ def sft_role(role: str, corpus: Path, init: Path, out: Path, config: StudyConfig
                                         config.sft_batch, "lr_scheduler_type": "constant_with_warmup",
                                         "warmup_steps": min(50, config.sft_max_steps // 10)})  # fmt: skip
     stop = PlateauStop(config.sft_patience, config.sft_min_improvement)
-    prompt_fn = proposer_prompt if role == "proposer" else None
-    kw = {"prompt_fn": prompt_fn} if prompt_fn else {}
-    result = run_sft(cfg, train, eval_pairs=val, callbacks=[stop], **kw)
+    prompt_fn = functools.partial(proposer_prompt if role == "proposer" else coder_prompt,
+                                  brief=config.prompts == "brief")  # the prompts the loop and the evaluation use
+    result = run_sft(cfg, train, eval_pairs=val, callbacks=[stop], prompt_fn=prompt_fn)
     reason = f"plateau at step {stop.stopped_at}" if stop.stopped_at is not None else "max steps"
     record = {"role": role, "train": len(train), "val": len(val), "steps": result.global_step, "stopped": reason,
               "best_eval_loss": stop.best if stop.history else None, "evals": stop.history,

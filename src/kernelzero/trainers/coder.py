@@ -55,9 +55,10 @@ PromptFn = Callable[[Task, str], list[dict]]
 """(task, backend) -> chat messages for one Coder rollout."""
 
 
-def coder_prompt(task: Task, backend: str) -> list[dict]:
-    """The Coder's chat for a task (kernelzero.roles.coder's prompt: rules, a worked example, the task)."""
-    return coder_messages(task.source, backend)
+def coder_prompt(task: Task, backend: str, brief: bool = False) -> list[dict]:
+    """The Coder's chat for a task (kernelzero.roles.coder's prompt: rules, a worked example, the task; `brief`:
+    the task alone)."""
+    return coder_messages(task.source, backend, brief=brief)
 
 
 def coder_answer(solution: str) -> str:
