@@ -92,13 +92,14 @@ def test_shapes_follow_the_config():
 def test_make_task_refuses_sets_outside_the_family():
     import random
 
-    for apis in (["torch.sum", "F.softmax"], ["torch.clamp", "torch.amax"], ["F.relu", "nn.Linear"], ["F.relu"] * 2):
+    for apis in (["torch.sum", "F.softmax"], ["torch.clamp", "torch.amax"], ["F.relu", "torch.amax"],
+                 ["F.relu", "nn.Linear"], ["F.relu"] * 2):  # fmt: skip
         with pytest.raises(ValueError, match="no task on"):
             make_task(apis, random.Random(0))
 
 
 def test_split_is_a_partition_and_no_test_pair_reaches_a_training_task():
-    assert len(ALL_PAIRS) == 98 and len(TEST_PAIRS) == family.N_TEST_PAIRS == 20
+    assert len(ALL_PAIRS) == 97 and len(TEST_PAIRS) == family.N_TEST_PAIRS == 20
     assert not TEST_PAIRS & TRAIN_PAIRS and TEST_PAIRS | TRAIN_PAIRS == set(ALL_PAIRS)
     for s in TRAIN_SETS:
         assert not api_pairs(s) & TEST_PAIRS
@@ -129,13 +130,14 @@ def _validated(tasks):
 
 
 def _covering(tasks):
-    """The first tasks that together use every API of the family, each adding at least one new API."""
+    """Tasks that together use every API of the family, picked greedily (each adds the most APIs not yet used, the
+    earliest on a tie), so that few sandboxed validations cover the vocabulary."""
     picked, seen = [], set()
-    for t in tasks:
-        if not set(t.apis) <= seen:
-            picked.append(t)
-            seen |= set(t.apis)
-    assert seen == set(APIS)
+    while seen != set(APIS):
+        best = max(tasks, key=lambda t: len(set(t.apis) - seen))
+        assert set(best.apis) - seen, f"no task uses {sorted(set(APIS) - seen)}"
+        picked.append(best)
+        seen |= set(best.apis)
     return picked
 
 

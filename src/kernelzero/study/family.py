@@ -14,7 +14,9 @@ Grammar of a task (one chain over `x`, one statement per op, in KernelBench form
 A reduction is always last (a reduced row is a scalar: an activation after `sum` saturates to a constant); two row
 ops never meet (softmax then sum is 1 everywhere). Binary ops take a second input tensor (`y`, `z`, `w`) or, for
 add / sub / mul, a scalar constructor argument; clamp takes `low`, `high` constructor arguments. `amax` never meets
-`clamp`: the maximum of a clamped row is the clamp's bound on nearly every row (a constant output).
+`clamp`: the maximum of a clamped row is the clamp's bound on nearly every row (a constant output); nor `relu`: the
+maximum of a row of 64 or more normal draws is positive, so amax after relu is amax of the input, and the judge's
+reduction canary calls such a task degenerate (2 of 256 training tasks on the CPU judge).
 
 Everything is deterministic: `train_tasks(n, seed)` and `test_tasks(n, seed)` give the same tasks on every machine
 (per-index `random.Random` seeded with a string), and a longer list extends a shorter one.
@@ -39,11 +41,12 @@ SOFTMAX = "F.softmax"
 APIS = (*UNARY, *BINARY, CLAMP, *REDUCTIONS, SOFTMAX)
 """The family's vocabulary, as the extractor's canonical names (what `missing_apis` and the validator speak)."""
 ROW_OPS = frozenset((*REDUCTIONS, SOFTMAX))
-EXCLUDED_PAIRS = frozenset({frozenset({CLAMP, "torch.amax"})})
-"""Pairs no task may hold (see the module docstring): amax of a clamped row is a constant output."""
+EXCLUDED_PAIRS = frozenset({frozenset({CLAMP, "torch.amax"}), frozenset({"F.relu", "torch.amax"})})
+"""Pairs no task may hold (see the module docstring): amax of a clamped row is a constant output, amax after relu
+the input's own amax."""
 
 N_TEST_PAIRS = 20
-"""How many of the family's 98 pairs are test pairs (about a fifth)."""
+"""How many of the family's 97 pairs are test pairs (about a fifth)."""
 SPLIT_SALT = "kernelzero-study-split-v1"
 """Salt of the split's hash: changing it changes the split, so it is fixed once and named."""
 
