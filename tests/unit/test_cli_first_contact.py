@@ -360,6 +360,32 @@ def test_10_eval_says_the_default_model_is_the_random_tiny_one(capsys, tmp_path,
     assert "the tiny local model, randomly initialised" in err
 
 
+@pytest.mark.parametrize("style", ["full", "brief"])
+def test_10_eval_sends_the_prompt_style_asked_for(capsys, tmp_path, fake_pool, monkeypatch, style):
+    """`--prompts brief` for a model cold-started from scratch (the study's): the chats carry no rules; the folder
+    records the style (a default full run's config is what older folders hold)."""
+    from kernelzero.generation import Completion
+
+    chats = []
+
+    class Recording:
+        name = "recording"
+
+        def generate(self, prompts, n, sampling):
+            chats.extend(prompts)
+            return [[Completion("no code here", "stop")] * n for _ in prompts]
+
+    import kernelzero.commands.evaluate as evaluate_cmd
+
+    monkeypatch.setattr(evaluate_cmd, "load_policy", lambda spec, device="auto": Recording())
+    code, _, err = run(capsys, "eval", "--tasks", EVAL_TASKS, "--out", tmp_path / "ev", "--device", "cpu",
+                       "--no-plots", "--prompts", style)  # fmt: skip
+    assert code == 0, err
+    assert chats and all(("## Rules" in c[1]["content"]) == (style == "full") for c in chats)
+    config = json.loads((tmp_path / "ev" / "eval_config.json").read_text())
+    assert config.get("prompts", "full") == style and ("prompts" in config) == (style == "brief")
+
+
 def test_10_sft_reports_the_loss_the_trainer_logged(capsys, tmp_path, monkeypatch):
     from kernelzero.trainers.config import SFTPhaseConfig
 

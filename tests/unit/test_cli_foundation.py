@@ -98,3 +98,12 @@ def test_cli_import_does_not_load_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")})  # fmt: skip
     assert out.stdout.strip() == "False"
+
+
+def test_a_bad_prompt_style_is_one_line_exit_2():
+    task = str(FIX / "nested.py")
+    for args in (["eval", "--tasks", task, "--prompts", "short"], ["solve", task, "-b", "triton", "--prompts", "x"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip().splitlines()[-1].startswith("kernelzero: error: --prompts must be one of full, "
+                                                                 "brief")  # fmt: skip

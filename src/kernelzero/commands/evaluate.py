@@ -27,6 +27,7 @@ from kernelzero.eval.report import compare as compare_runs
 from kernelzero.eval.report import render_markdown, write_report
 from kernelzero.generation import GenerationError, SamplingConfig, load_policy
 from kernelzero.judge.options import BACKENDS, DEVICES, JudgeOptions
+from kernelzero.roles.coder import PROMPTS
 from kernelzero.tasks import TaskLoadError, kernelbench_root, load_tasks
 
 # Generation, judging and the report live in kernelzero.eval (evaluate.py, report.py, plots.py).
@@ -88,6 +89,9 @@ def eval_command(
     seed: Annotated[int | None, typer.Option(help="Sampling seed, where the backend supports one.")] = None,
     gen_device: Annotated[str, typer.Option(help="Device of a local transformers model: auto, cuda, cpu.")] = "auto",
     plots: Annotated[bool, typer.Option(help="Write the PNG figures.")] = True,
+    prompts: Annotated[str, typer.Option(help="Prompt style: full (rules and a worked example) or brief (the task "
+                                         "alone: a model cold-started from scratch, as `kernelzero study` trains "
+                                         "them).")] = "full",
 ) -> None:
     """Evaluate a model (or a folder of solutions) on a task set; print and write the report (resumable: rerun
     the same command with the same --out to continue; recorded attempts are neither regenerated nor re-judged)."""
@@ -103,6 +107,7 @@ def eval_command(
     check_choice("--backend", backend, BACKENDS)
     check_choice("--device", device, DEVICES)
     check_choice("--gen-device", gen_device, DEVICES)
+    check_choice("--prompts", prompts, PROMPTS)
     try:
         ks = sorted({int(x) for x in k.split(",") if x.strip()})
     except ValueError:
@@ -131,6 +136,7 @@ def eval_command(
         "model": str(solutions) if solutions else model or "tiny",
         "samples": n_per_task,
         "turns": 1 if solutions is not None else turns,
+        **({"prompts": prompts} if prompts != "full" and solutions is None else {}),  # older folders: full
     }
     try:
         pin_config(out, config)
@@ -188,7 +194,7 @@ def eval_command(
             try:
                 records = run_eval(the_tasks, policy, backend=backend, judge_fn=pool.judge,
                                    judge_many=pool.judge_many, out_dir=out, samples=samples, turns=turns,
-                                   sampling=sampling, on_record=progress)  # fmt: skip
+                                   sampling=sampling, on_record=progress, brief=prompts == "brief")  # fmt: skip
             except (GenerationError, ValueError) as exc:
                 fail(f"{exc} (recorded attempts are kept: {resume_hint()})", code=1)
     _report(out, records, ks, {**config, "device": device_name}, plots, start)

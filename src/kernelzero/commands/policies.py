@@ -27,7 +27,7 @@ from kernelzero.eval.solve import solve, solve_table, write_solve_outputs
 from kernelzero.generation import GenerationError, SamplingConfig, load_policy
 from kernelzero.generation.serve import make_server
 from kernelzero.judge.options import BACKENDS, DEVICES, JudgeOptions
-from kernelzero.roles.coder import OPTIMIZATION_PRINCIPLES
+from kernelzero.roles.coder import OPTIMIZATION_PRINCIPLES, PROMPTS
 from kernelzero.tasks import Task, TaskFormatError, check_source
 
 
@@ -50,9 +50,13 @@ def solve_command(
     principles: Annotated[bool, typer.Option(help="Add the optimization principles (cold-start hints).")] = False,
     device: Annotated[str, typer.Option(help="Judge device: auto, cuda, or cpu (Triton interpreter).")] = "auto",
     gen_device: Annotated[str, typer.Option(help="Device of a local transformers model: auto, cuda, cpu.")] = "auto",
+    prompts: Annotated[str, typer.Option(help="Prompt style: full (rules and a worked example) or brief (the task "
+                                         "alone: a model cold-started from scratch, as `kernelzero study` trains "
+                                         "them).")] = "full",
 ) -> None:
     """Generate solutions for one task, judge them, keep the best; print a table and write everything to --out."""
     check_choice("--backend", backend, BACKENDS)
+    check_choice("--prompts", prompts, PROMPTS)
     check_choice("--device", device, DEVICES)
     check_choice("--gen-device", gen_device, DEVICES)
     check_probability("--top-p", top_p)
@@ -93,7 +97,7 @@ def solve_command(
             result = solve(the_task, policy, backend=backend, judge_fn=pool.judge, judge_many=pool.judge_many,
                            samples=samples, turns=turns, sampling=sampling,
                            principles=OPTIMIZATION_PRINCIPLES if principles else None,
-                           on_rollout=progress)  # fmt: skip
+                           on_rollout=progress, brief=prompts == "brief")  # fmt: skip
         except GenerationError as e:
             fail(str(e), code=1)
     print_table(solve_table(result))
