@@ -391,8 +391,8 @@ def test_10_sft_reports_the_loss_the_trainer_logged(capsys, tmp_path, monkeypatc
 
     seen = {}
 
-    def run_sft(cfg, pairs):
-        seen["cfg"] = cfg
+    def run_sft(cfg, pairs, prompt_fn):
+        seen["cfg"], seen["prompt_fn"] = cfg, prompt_fn
         history = [{"train_loss": 15.15, "mean_token_accuracy": 0.0, "step": 2}]  # no per-step log in 2 steps
         return types.SimpleNamespace(log_history=history, global_step=2, final_model_dir=tmp_path / "final")
 
@@ -403,6 +403,7 @@ def test_10_sft_reports_the_loss_the_trainer_logged(capsys, tmp_path, monkeypatc
     code, out, err = run(capsys, "sft", "--steps", "2", "--out", tmp_path / "sft", "--device", "cpu")
     assert code == 0, err
     assert seen["cfg"].logging_steps == 2  # the trainer logs a loss at the last step
+    assert seen["prompt_fn"].keywords == {"brief": False}  # the full prompt unless --prompts brief
     assert "loss 15.15" in out and "nan" not in out
 
 

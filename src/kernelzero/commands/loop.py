@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import re
@@ -32,7 +33,7 @@ from kernelzero.loop.config import PRESETS, ConfigError, config_from_dict, load_
 from kernelzero.loop.export import corpus_rows, load_pairs, write_corpus_rows
 from kernelzero.loop.report import write_report
 from kernelzero.loop.runlog import read_json
-from kernelzero.roles.coder import BACKENDS
+from kernelzero.roles.coder import BACKENDS, PROMPTS
 
 SMOKE_NOTE = (
     "This is a smoke-scale run: the tiny random model on CPU, the Triton interpreter (correctness only, no timing), "
@@ -144,11 +145,15 @@ def sft_command(
     batch_size: Annotated[int | None, typer.Option(min=1, help="Pairs per device and step (default: up to 8 for "
                                                    "the tiny model, else 1).")] = None,
     device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
+    prompts: Annotated[str, typer.Option(help="Prompt style: full (rules and a worked example) or brief (the task "
+                                         "alone, for a model trained from scratch; then train with `prompts: "
+                                         "brief` in the run config).")] = "full",
 ) -> None:
     """Supervised cold start of the Coder on verified (task, solution) pairs; resumes from --out's last checkpoint.
 
     The pairs are rendered with the same Coder prompt the GRPO phase uses, so the model learns the answer format RL
     rewards. Start `kernelzero train --coder-model OUT/final` from the result."""
+    check_choice("--prompts", prompts, PROMPTS)
     wanted = tuple(b.strip() for b in backends.split(",") if b.strip())
     if not wanted or any(b not in BACKENDS for b in wanted):
         fail(f"--backends {backends!r}: expected a comma-separated subset of {', '.join(BACKENDS)}")
@@ -168,6 +173,7 @@ def sft_command(
     Stages("sft")("loading the trainer (torch, transformers, trl)")
     import torch
 
+    from kernelzero.trainers.coder import coder_prompt
     from kernelzero.trainers.sft import SFTPhaseConfig, builtin_pairs, run_sft
 
     if pairs == "builtin":
@@ -192,7 +198,7 @@ def sft_command(
                f"{'GPU' if on_gpu else 'CPU'} -> {out}")  # fmt: skip
     with interruptible(f"rerun the same command to resume from the last checkpoint in {out} (one every "
                        f"{save_steps} step(s))"):  # fmt: skip
-        result = run_sft(cfg, chosen)
+        result = run_sft(cfg, chosen, prompt_fn=functools.partial(coder_prompt, brief=prompts == "brief"))
     logged = next((h for h in reversed(result.log_history) if "loss" in h), {})
     summary = next((h for h in reversed(result.log_history) if "train_loss" in h), {})
     loss = logged.get("loss", summary.get("train_loss"))
