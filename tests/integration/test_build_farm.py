@@ -9,13 +9,15 @@ that nvcc output loads on a GPU (the GPU suite and bench/judge_throughput.py che
 
 import re
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from kernelzero.judge import JudgeOptions
-from kernelzero.judge.build.farm import BuildFarm
+from kernelzero.judge.build.farm import BUILD_NICE, BuildFarm
 from kernelzero.judge.core import Judge
 from kernelzero.tasks import Task
 
@@ -191,3 +193,14 @@ def test_farm_defaults_to_one_build_per_core_and_resizes(tmp_path, monkeypatch):
         farm._slots.release()
     monkeypatch.setattr("os.cpu_count", lambda: None)
     assert BuildFarm(str(tmp_path / "unknown"), pch=False).workers == 2
+
+
+def test_builds_run_niced_and_the_front_check_does_not(tmp_path):
+    """Builds take every core in a batch: they yield it to the front check (a compile error answered in about a
+    second) and to the GPU workers' host threads. The worker applies KZ_NICE to itself and so to its compilers."""
+    farm = BuildFarm(str(tmp_path), workers=1, pch=False)
+    assert farm._env()["KZ_NICE"] == str(BUILD_NICE) and "KZ_NICE" not in farm._env(0)
+    script = ("import os; from kernelzero.judge.sandbox.worker import apply_nice; before = os.nice(0); "
+              "apply_nice('3'); apply_nice(''); print(os.nice(0) - before)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "3"

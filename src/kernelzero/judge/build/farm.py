@@ -62,8 +62,8 @@ from kernelzero.judge.sandbox.messages import Done, Failed, GuardHit, Message, P
 from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes
 
 _BUILD_ERROR = "Error building extension"  # torch's message when ninja fails: the candidate's compile error
-# how the shim built a load_inline call
-BUILD_MODES = ("split+lean", "split+bind", "split+pch", "split", "lean", "bind", "plain")
+BUILD_MODES = ("split+lean", "split+bind", "split+pch", "split", "lean", "bind", "plain")  # how a call was built
+BUILD_NICE = 10  # builds yield the CPU to the front check and to the GPU workers' host threads (timed calls)
 
 
 def _digest(*parts: Any) -> str:
@@ -311,14 +311,15 @@ class BuildFarm:
             self.workers = max(1, int(workers))
             self._slots = threading.BoundedSemaphore(self.workers)
 
-    def _env(self) -> dict[str, str]:
+    def _env(self, nice: int = BUILD_NICE) -> dict[str, str]:
         """The build workers' environment, their compiler the one the headers were precompiled with: GCC passes over
         another compiler's `.gch` without a word (on the H200, CXX=/opt/gcc/bin/g++ and the sandbox's `c++` differed,
-        and every host compile parsed torch's headers again: 11.1 s instead of 3.8 s, bench/pch_check.py)."""
+        and every host compile parsed torch's headers again: 11.1 s instead of 3.8 s, bench/pch_check.py). Builds
+        run at niceness `nice` (the worker applies KZ_NICE), the front check at 0."""
         import torch.utils.cpp_extension as cpp
 
         return {"TORCH_CUDA_ARCH_LIST": self.arch, "MAX_JOBS": "2", "CUDA_VISIBLE_DEVICES": "",
-                "CXX": cpp.get_cxx_compiler()}  # fmt: skip
+                "CXX": cpp.get_cxx_compiler(), **({"KZ_NICE": str(nice)} if nice > 0 else {})}  # fmt: skip
 
     def close(self) -> None:
         """Stop the warm build workers (builds in progress finish)."""
@@ -439,7 +440,7 @@ class BuildFarm:
         self.start_pch()  # the host TU's check needs torch/extension.h precompiled: started by the first check
         with self._lock:  # one checker (it keeps what it learnt of the headers), made by one thread (imports torch)
             if self._front is None:
-                self._front = FrontCheck(self.arch, min(self.timeout_s, 120.0), self.memory_limit_gb, self._env(),
+                self._front = FrontCheck(self.arch, min(self.timeout_s, 120.0), self.memory_limit_gb, self._env(0),
                                          host_pch=self._host_pch)  # fmt: skip
             front = self._front
         result = front.check(source)

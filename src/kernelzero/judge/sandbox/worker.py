@@ -65,6 +65,13 @@ def apply_limits(spec: str) -> None:
         resource.setrlimit(names[name], (int(value), int(value)))
 
 
+def apply_nice(value: str) -> None:
+    """Lower this worker's priority (and its children's) by `value` (KZ_NICE; the build farm's workers): their CPU
+    goes to the judge's checks and timed calls first."""
+    if value and int(value) > 0:
+        os.nice(int(value))
+
+
 def main(argv: list[str]) -> int:
     chan_fd = int(argv[1])
     import faulthandler
@@ -77,6 +84,7 @@ def main(argv: list[str]) -> int:
     except OSError:
         pass
     apply_limits(os.environ.get("KZ_RLIMITS", ""))
+    apply_nice(os.environ.get("KZ_NICE", ""))
     try:  # before the job arrives, so a pre-spawned (warm) worker has this done when it does
         import torch
 
