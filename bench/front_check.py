@@ -22,6 +22,11 @@ and tensors passed for pointers are left to the build), check median 0.48 s for 
 preprocesses torch's headers once), 0.57 s for the 45 buildable candidates, 0 false compile errors; `--exact`
 agreed on all 64 (concluded median 9.0 s). A full build attempt of the code as written took 114 s (an error) and
 144 s (ok) at load 8.
+
+`--load N` (2026-12-04, nineteenth session, same box, host TU checked): the 19 compile errors (all concluded, median
+0.32 s alone) under 4 busy processes, each in a session of its own as build workers are: 1.34 s at niceness 0, 0.43 s
+at the builds' niceness (process and autogroup, `worker.apply_nice`): 3.1x. With the niceness set on the process
+alone (a first version) the kernel's per-session scheduling groups (autogroup) ignored it: 1.40 s against 1.34 s.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import torch.utils.cpp_extension as cpp  # noqa: E402
 from throughput_cases.mix import mix  # noqa: E402
 
+from kernelzero.judge.build.farm import BUILD_NICE  # noqa: E402
 from kernelzero.judge.build.front import FrontCheck, nvcc_command, plan, read_call  # noqa: E402
 from kernelzero.judge.build.headers import build_pch, host_compile  # noqa: E402
 
@@ -84,6 +90,9 @@ def main() -> int:
     ap.add_argument("--exact", action="store_true", help="preprocess each candidate's .cu (no header facts kept)")
     ap.add_argument("--host", action="store_true",
                     help="check the host TUs too, against a torch/extension.h precompiled here first, as the farm does")
+    ap.add_argument("--load", type=int, default=0,
+                    help="then check the compile errors again under N busy processes, at niceness 0 and at the farm's "
+                         "build niceness: how much a batch's builds slow the answer, and what running them niced saves")
     args = ap.parse_args()
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", args.arch)  # torch's writer needs it for the full attempt's flags
     if cpp.CUDA_HOME is None and (os.environ.get("CUDA_HOME") or shutil.which("nvcc")):  # a CPU wheel: compile only
@@ -126,10 +135,34 @@ def main() -> int:
             assert ok == (c.kind != "compile"), (c.name, ok)
             attempts.append((s, ok))
         figures["full_attempt_median_s"] = med([s for s, _ in attempts])
+    if args.load:
+        figures["under_load"] = under_load(check, [c for c in cases if c.kind == "compile"], args.load)
     print(json.dumps(figures, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps({"figures": figures, "rows": rows}, indent=1))
     return 1 if false else 0
+
+
+def under_load(check: FrontCheck, cases: list, n: int) -> dict:
+    """Median check seconds of `cases` while `n` busy loops run at niceness 0, then at BUILD_NICE (the farm's builds),
+    and their ratio. The busy loops stand in for a batch's builds: CPU-bound, one core each, each in a session of its
+    own and niced as a build worker nices itself (`worker.apply_nice`)."""
+    figures = {}
+    for nice in (0, BUILD_NICE):
+        spin = f"from kernelzero.judge.sandbox.worker import apply_nice\napply_nice('{nice}')\nwhile True: pass"
+        busy = [subprocess.Popen([sys.executable, "-c", spin], start_new_session=True)  # a session each, as builds
+                for _ in range(n)]  # fmt: skip
+        try:
+            seconds = [check.check(c.source).seconds for c in cases]
+        finally:
+            for b in busy:
+                b.kill()
+                b.wait()
+        figures[f"median_s_nice_{nice}"] = med(seconds)
+        print(f"{len(cases)} compile errors under {n} busy processes at niceness {nice}: median {med(seconds):.2f} s",
+              flush=True)  # fmt: skip
+    figures["ratio"] = round(figures["median_s_nice_0"] / figures[f"median_s_nice_{BUILD_NICE}"], 2)
+    return figures
 
 
 if __name__ == "__main__":

@@ -201,6 +201,10 @@ def test_builds_run_niced_and_the_front_check_does_not(tmp_path):
     farm = BuildFarm(str(tmp_path), workers=1, pch=False)
     assert farm._env()["KZ_NICE"] == str(BUILD_NICE) and "KZ_NICE" not in farm._env(0)
     script = ("import os; from kernelzero.judge.sandbox.worker import apply_nice; before = os.nice(0); "
-              "apply_nice('3'); apply_nice(''); print(os.nice(0) - before)")  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.strip() == "3"
+              "apply_nice('3'); apply_nice(''); print(os.nice(0) - before); "
+              "print(open('/proc/self/autogroup').read().split()[-1] if os.path.exists('/proc/self/autogroup') "
+              "else 'none')")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True,
+                         start_new_session=True)  # a session of its own, as a sandboxed worker  # fmt: skip
+    relative, group = out.stdout.split()
+    assert relative == "3" and group in ("3", "none")  # with autogroup scheduling, the session's niceness too

@@ -67,9 +67,17 @@ def apply_limits(spec: str) -> None:
 
 def apply_nice(value: str) -> None:
     """Lower this worker's priority (and its children's) by `value` (KZ_NICE; the build farm's workers): their CPU
-    goes to the judge's checks and timed calls first."""
-    if value and int(value) > 0:
-        os.nice(int(value))
+    goes to the judge's checks and timed calls first. Each worker leads a session of its own, and where the kernel
+    groups a session's processes for the scheduler (autogroup), a niceness counts only inside the group: the
+    group's own niceness is set too."""
+    if not value or int(value) <= 0:
+        return
+    os.nice(int(value))
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write(str(int(value)))
+    except OSError:  # no autogroup scheduling here: the process niceness is the one that counts
+        pass
 
 
 def main(argv: list[str]) -> int:
