@@ -102,7 +102,8 @@ def test_cli_import_does_not_load_torch():
 
 def test_a_bad_prompt_style_is_one_line_exit_2():
     task = str(FIX / "nested.py")
-    for args in (["eval", "--tasks", task, "--prompts", "short"], ["solve", task, "-b", "triton", "--prompts", "x"]):
+    for args in (["eval", "--tasks", task, "--prompts", "short"], ["solve", task, "-b", "triton", "--prompts", "x"],
+                 ["propose", "--prompts", "x"], ["sft", "--prompts", "x"]):  # fmt: skip
         result = runner.invoke(app, args)
         assert result.exit_code == 2, result.output
         assert result.stderr.strip().splitlines()[-1].startswith("kernelzero: error: --prompts must be one of full, "

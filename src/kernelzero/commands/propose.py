@@ -19,6 +19,7 @@ from kernelzero.curriculum.proposals import propose_batch, read_api_sets, reason
 from kernelzero.curriculum.validate import ValidationConfig, Validator, validate_folder
 from kernelzero.generation import GenerationError, SamplingConfig, load_policy
 from kernelzero.judge.options import BACKENDS, DEVICES, JudgeOptions
+from kernelzero.roles.coder import PROMPTS
 
 # Heavy imports (torch, transformers, the judge) stay inside the command.
 
@@ -54,10 +55,14 @@ def propose_command(
     max_new_tokens: Annotated[int, typer.Option(min=1, help="Cap on generated tokens per completion.")] = 1024,
     temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature (0 = greedy).")] = 1.0,
     workers: Annotated[int | None, typer.Option(help="Concurrent validation workers (default: CPU count).")] = None,
+    prompts: Annotated[str, typer.Option(help="Both roles' prompt style: full (rules and a worked example) or brief "
+                                         "(the API set or task alone: models cold-started from scratch, as "
+                                         "`kernelzero study` trains them).")] = "full",
 ) -> None:
     """Propose tasks from API sets, validate them in the sandbox, write the valid ones and the rejection reasons."""
     # Every flag and input is checked before the validator, a model or a judge worker starts.
     check_choice("--backend", backend, BACKENDS)
+    check_choice("--prompts", prompts, PROMPTS)
     check_choice("--device", device, DEVICES)
     check_choice("--gen-device", gen_device, DEVICES)
     if workers is not None and workers < 1:
@@ -107,8 +112,8 @@ def propose_command(
     sampling = SamplingConfig(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
     try:
         summary = propose_batch(policy, sets, validator, sampling=sampling, coder=coder_policy, k=k,
-                                judge_fn=judge_fn, backend=backend,
-                                on_stage=lambda m: typer.echo(m, err=True))  # fmt: skip
+                                judge_fn=judge_fn, backend=backend, on_stage=lambda m: typer.echo(m, err=True),
+                                brief=prompts == "brief")  # fmt: skip
     except GenerationError as e:
         fail(str(e), code=1)
     tasks_path, summary_path = write_outputs(summary, out)
