@@ -3,6 +3,8 @@ verdicts.jsonl only when that unit ran in an earlier process (resume): both give
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -69,3 +71,31 @@ def test_frontier_uses_the_coder_units_records_and_reads_the_file_only_on_resume
     assert (in_memory.successes, in_memory.attempts) == (from_disk.successes, from_disk.attempts) == (7, 9)
     with pytest.raises(AssertionError, match="re-read"):
         coevolve.CoEvolution.resume(tmp_path / "run")._unit_frontier(0)  # and a resumed frontier does read it
+
+
+@pytest.mark.parametrize("prompts", ["full", "brief"])
+def test_the_coder_phase_trains_on_the_runs_prompt_style(tmp_path, monkeypatch, prompts):
+    seen = {}
+
+    def run_coder_phase(cfg, tasks, judge_fn, *, prompt_fn, **_):
+        seen["chat"] = prompt_fn(tasks[0], "triton")
+        return PhaseResult(tmp_path, tmp_path / "final", 1, None, [])
+
+    monkeypatch.setattr(coder_trainer, "run_coder_phase", run_coder_phase)
+    loop = coevolve.CoEvolution(RunConfig(prompts=prompts), tmp_path / "run")
+    loop.state.rounds["0"] = {"coder_tasks": [task_to_record(TASK)]}
+    loop._unit_coder(0)
+    assert ("## Rules" in seen["chat"][1]["content"]) == (prompts == "full")
+
+
+def test_a_run_written_before_a_config_field_existed_still_resumes(tmp_path):
+    """config.json of an older run lacks `prompts`: read back, the field takes its default and the run resumes;
+    a value that really differs is refused."""
+    run = tmp_path / "run"
+    coevolve.CoEvolution(RunConfig(), run)
+    saved = json.loads((run / "config.json").read_text())
+    del saved["prompts"]
+    (run / "config.json").write_text(json.dumps(saved))
+    coevolve.CoEvolution(RunConfig(), run)
+    with pytest.raises(ValueError, match="different config"):
+        coevolve.CoEvolution(RunConfig(prompts="brief"), run)
