@@ -1,5 +1,6 @@
 """The frontier unit takes the round's Coder verdicts from the Coder unit that just wrote them, and reads them back from
-verdicts.jsonl only when that unit ran in an earlier process (resume): both give the pool the same record."""
+verdicts.jsonl only when that unit ran in an earlier process (resume): both give the pool the same record. Beside it,
+what the Coder unit and a resume take from the run's config: its prompt style, and an older config.json."""
 
 from __future__ import annotations
 
