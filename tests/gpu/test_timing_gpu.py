@@ -1,6 +1,9 @@
 """The launch cover on a real GPU (`timing.time_model`): the sleep kernel is calibrated against the GPU's clock, sized
-from the host's enqueue time and reported; turned off, it is absent. (Whether it steadies launch-bound figures is
-measured in bench/timing_stability.py, not asserted here.)"""
+from the host's enqueue time and reported; turned off, it is absent; a host slower than its cover is caught by the
+audit and the calls are timed again behind a longer one. (Whether it steadies launch-bound figures is measured in
+bench/timing_stability.py and bench/timing_probe.py, not asserted here.)"""
+
+import time
 
 import pytest
 
@@ -37,3 +40,24 @@ def test_a_timed_module_reports_its_cover(torch, cover):
         assert TimingConfig.cover_min_us <= stats["cover_us"] <= TimingConfig.cover_max_us
     else:
         assert stats["cover_us"] is None
+
+
+def test_a_host_that_outruns_its_cover_is_retimed_behind_a_longer_one(torch):
+    """After warm-up and the estimate (calls 1-4, a few microseconds of host time each: the cover is sized from
+    them), every call sleeps 300 us on the host before it launches: each outlasts its cover, the audit sees it, and
+    the calls are timed again behind a cover of at least twice the host's slowest call."""
+    bound = Bound(torch)
+    x = torch.randn(1 << 16, device="cuda")
+    calls = []
+
+    def slow_host(t):
+        calls.append(1)
+        if len(calls) > 4:
+            time.sleep(300e-6)
+        return t * 2
+
+    cfg = {"warmup": 3, "min_calls": 20, "max_calls": 20, "budget_s": 0.01}
+    stats = time_model(torch, bound, slow_host, [[x]], cfg)
+    audit = stats["cover_audit"]
+    assert audit["retimed"] and audit["host_max_us"] >= 300 and stats["cover_us"] >= 600
+    assert audit["cover_min_us"] > 0 and len(calls) == 4 + 2 * 20 + 20  # warm-up+estimate, timed twice, wall
