@@ -18,6 +18,10 @@ MODEL_HELP = (
     "A local model directory, vllm:PATH, or openai:MODEL@URL (key from $OPENAI_API_KEY). "
     "Default: the tiny local model, randomly initialised (a smoke test: it writes no working kernel)."
 )
+PROMPTS_HELP = (
+    "Prompt style: full (rules and a worked example) or brief (the task or API set alone: a model cold-started "
+    "from scratch, as `kernelzero study` trains them; `prompts: brief` in a train config)."
+)
 
 
 def _print_version(value: bool) -> None:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from kernelzero.commands.app import MODEL_HELP as _MODEL_HELP
-from kernelzero.commands.app import app
+from kernelzero.commands.app import PROMPTS_HELP, app
 from kernelzero.commands.ui import (
     TINY_NOTE,
     Progress,
@@ -89,9 +89,7 @@ def eval_command(
     seed: Annotated[int | None, typer.Option(help="Sampling seed, where the backend supports one.")] = None,
     gen_device: Annotated[str, typer.Option(help="Device of a local transformers model: auto, cuda, cpu.")] = "auto",
     plots: Annotated[bool, typer.Option(help="Write the PNG figures.")] = True,
-    prompts: Annotated[str, typer.Option(help="Prompt style: full (rules and a worked example) or brief (the task "
-                                         "alone: a model cold-started from scratch, as `kernelzero study` trains "
-                                         "them).")] = "full",
+    prompts: Annotated[str, typer.Option(help=PROMPTS_HELP)] = "full",
 ) -> None:
     """Evaluate a model (or a folder of solutions) on a task set; print and write the report (resumable: rerun
     the same command with the same --out to continue; recorded attempts are neither regenerated nor re-judged)."""

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from kernelzero.commands.app import app
+from kernelzero.commands.app import PROMPTS_HELP, app
 from kernelzero.commands.evaluate import _eval_tasks
 from kernelzero.commands.ui import (
     Stages,
@@ -145,9 +145,7 @@ def sft_command(
     batch_size: Annotated[int | None, typer.Option(min=1, help="Pairs per device and step (default: up to 8 for "
                                                    "the tiny model, else 1).")] = None,
     device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
-    prompts: Annotated[str, typer.Option(help="Prompt style: full (rules and a worked example) or brief (the task "
-                                         "alone, for a model trained from scratch; then train with `prompts: "
-                                         "brief` in the run config).")] = "full",
+    prompts: Annotated[str, typer.Option(help=PROMPTS_HELP)] = "full",
 ) -> None:
     """Supervised cold start of the Coder on verified (task, solution) pairs; resumes from --out's last checkpoint.
 

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from kernelzero.commands.app import MODEL_HELP as _MODEL_HELP
-from kernelzero.commands.app import app
+from kernelzero.commands.app import PROMPTS_HELP, app
 from kernelzero.commands.ui import (
     TINY_NOTE,
     Stages,
@@ -50,9 +50,7 @@ def solve_command(
     principles: Annotated[bool, typer.Option(help="Add the optimization principles (cold-start hints).")] = False,
     device: Annotated[str, typer.Option(help="Judge device: auto, cuda, or cpu (Triton interpreter).")] = "auto",
     gen_device: Annotated[str, typer.Option(help="Device of a local transformers model: auto, cuda, cpu.")] = "auto",
-    prompts: Annotated[str, typer.Option(help="Prompt style: full (rules and a worked example) or brief (the task "
-                                         "alone: a model cold-started from scratch, as `kernelzero study` trains "
-                                         "them).")] = "full",
+    prompts: Annotated[str, typer.Option(help=PROMPTS_HELP)] = "full",
 ) -> None:
     """Generate solutions for one task, judge them, keep the best; print a table and write everything to --out."""
     check_choice("--backend", backend, BACKENDS)

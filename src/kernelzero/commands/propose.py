@@ -10,7 +10,7 @@ import typer
 
 from kernelzero.apis import SamplerConfig, load_cooccurrence, sample_api_sets
 from kernelzero.commands.app import MODEL_HELP as _MODEL_HELP
-from kernelzero.commands.app import app
+from kernelzero.commands.app import PROMPTS_HELP, app
 from kernelzero.commands.ui import TINY_NOTE, check_choice, check_dir, check_file, check_model, fail, say
 from kernelzero.curriculum.frontier import api_rates, pair_rates
 from kernelzero.curriculum.heatmap import frontier_heatmap, hardest_table
@@ -55,9 +55,7 @@ def propose_command(
     max_new_tokens: Annotated[int, typer.Option(min=1, help="Cap on generated tokens per completion.")] = 1024,
     temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature (0 = greedy).")] = 1.0,
     workers: Annotated[int | None, typer.Option(help="Concurrent validation workers (default: CPU count).")] = None,
-    prompts: Annotated[str, typer.Option(help="Both roles' prompt style: full (rules and a worked example) or brief "
-                                         "(the API set or task alone: models cold-started from scratch, as "
-                                         "`kernelzero study` trains them).")] = "full",
+    prompts: Annotated[str, typer.Option(help=PROMPTS_HELP)] = "full",
 ) -> None:
     """Propose tasks from API sets, validate them in the sandbox, write the valid ones and the rejection reasons."""
     # Every flag and input is checked before the validator, a model or a judge worker starts.
