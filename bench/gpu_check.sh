@@ -6,7 +6,9 @@
 # KZ_SWEEP_FROM=DIR: a carried sweep folder (e.g. .kb/sweep, from an earlier call's $OUT) the sweep step resumes.
 # KZ_MEMLOG=0 turns off $OUT/mem.log (host and GPU memory every 3 s, the three largest processes).
 # Steps (KZ_STEPS): gpu_tests timing lean_audit pch_check throughput stability probe front_check ablation first_call train eval sweep big
-# study (KZ_ARM, KZ_SEED, KZ_STUDY_DIR: resumes there; SIGINT at KZ_STUDY_LIMIT s, then rerun); on 2+ GPUs: coder2
+# study (KZ_ARM, KZ_SEED, KZ_STUDY_DIR: resumes there; SIGINT at KZ_STUDY_LIMIT s, then rerun; its folder without
+# weights comes back as $OUT/study.tgz: carry it as .study/study.tgz with KZ_STUDY_FROM=.study/study.tgz to resume
+# on a fresh machine, where the weights are trained again); on 2+ GPUs: coder2
 # multi_gpu.
 set -uo pipefail
 OUT="${OUT:-/tmp/kz-out}"; mkdir -p "$OUT"
@@ -61,11 +63,11 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
               --levels ${KZ_LEVELS:-1 2 3} --out "${KZ_SWEEP_OUT:-$OUT/sweep}" --time-limit ${KZ_SWEEP_LIMIT:-480} ;;
     big) step big timeout ${KZ_BIG_TIMEOUT:-590} python3 bench/kb_big.py --kernelbench .kb/KernelBench --out "$OUT/big" \
               ${KZ_BIG_ARGS:-} ;;
-    study) D="${KZ_STUDY_DIR:-/tmp/kz-study}"  # kept on the machine between calls (weights are too big to carry)
-           step study bash -c "timeout -s INT ${KZ_STUDY_LIMIT:-560} python3 -m kernelzero.cli study --out $D \
-              --arm ${KZ_ARM:-main} --seed ${KZ_SEED:-0} ${KZ_STUDY_ARGS:-}; rc=\$?; mkdir -p $OUT/study && cd $D && \
-              find . -type f -size -20M -not -path '*/checkpoint*' -not -path '*/models/*' -not -path '*/final/*' \
-              -not -path '*/dataset/*' -exec cp --parents {} $OUT/study/ \; ; exit \$rc" ;;
+    study) D="${KZ_STUDY_DIR:-/tmp/kz-study}"  # kept on the machine between calls; its text comes back packed
+           if [ -f "${KZ_STUDY_FROM:-}" ] && [ ! -d "$D" ]; then  # a fresh machine: resume from an earlier pack
+             mkdir -p "$D" && tar xzf "$KZ_STUDY_FROM" -C "$D"; fi
+           step study timeout -s INT -k 30 ${KZ_STUDY_LIMIT:-560} python3 -m kernelzero.cli study --out "$D" \
+              --arm ${KZ_ARM:-main} --seed ${KZ_SEED:-0} --pack "$OUT/study.tgz" ${KZ_STUDY_ARGS:-} ;;
     eval) step eval timeout ${KZ_EVAL_TIMEOUT:-600} python3 -m kernelzero.cli eval --tasks .kb/KernelBench \
               --solutions bench/kb_solutions --only-with-solutions --backend triton --workers 1 --out "$OUT/eval" ;;
   esac

@@ -15,6 +15,7 @@ from kernelzero.commands.ui import check_choice, check_file, fail, interruptible
 from kernelzero.loop.config import ConfigError, merge, read_config_file
 from kernelzero.study.config import ARMS, StudyConfig, pin_config, smoke_config
 from kernelzero.study.report import SMOKE_NOTE
+from kernelzero.study.weights import pack as pack_folder
 
 
 @app.command("study")
@@ -29,6 +30,10 @@ def study_command(
                                                 "(kernelzero.study.config) over the defaults.")] = None,
     smoke: Annotated[bool, typer.Option(help="Every stage at toy size on CPU: checks the pipeline, measures "
                                         "nothing.")] = False,
+    pack: Annotated[Path | None, typer.Option(help="When the invocation ends (done, failed or interrupted), also "
+                                              "write the folder without weights to this .tar.gz (a few MB: what a "
+                                              "lent machine can bring back). Unpacked into --out elsewhere, the "
+                                              "study resumes; what needed the weights runs again.")] = None,
 ) -> None:
     """The learning study: a from-scratch Coder and Proposer on a controlled task family, SFT cold start, then the
     co-evolution loop; test-task pass@1 and fast_1 after SFT and after each round, for one arm and seed."""
@@ -57,8 +62,14 @@ def study_command(
     from kernelzero.study.run import Study
 
     start = time.monotonic()
-    with interruptible(f"rerun the same command to resume from {out}"):
-        summary = Study(cfg, out, arm=arm, seed=seed, say=lambda m: typer.echo(m)).run()
+    if pack is not None and (pack.is_dir() or not pack.name.endswith((".tar.gz", ".tgz"))):
+        fail(f"--pack {pack}: give a file name ending in .tar.gz or .tgz")
+    try:
+        with interruptible(f"rerun the same command to resume from {out}"):
+            summary = Study(cfg, out, arm=arm, seed=seed, say=lambda m: typer.echo(m)).run()
+    finally:
+        if pack is not None and out.is_dir():
+            typer.echo(f"packed {out} without weights: {pack} ({pack_folder(out, pack) / 1e6:.1f} MB)")
     run = summary["runs"].get(f"{arm}/seed-{seed}", {})
     sft = (run.get("sft") or {}).get("pass@1")
     last = run["rounds"][-1]["pass@1"] if run.get("rounds") else None

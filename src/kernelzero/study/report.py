@@ -46,20 +46,25 @@ def collect(out: Path) -> dict[str, Any]:
         if not m:
             continue
         sft = eval_figures(seed_dir / "eval-sft")
+        evaluated = ((_read(seed_dir / "eval-sft" / "summary.json") or {}).get("meta") or {}).get("weights")
         for arm_dir in sorted(p for p in seed_dir.iterdir() if (p / "run").is_dir()):
+            start = (_read(arm_dir / "start.json") or {}).get("coder")
             rounds = []
             for ev in sorted(arm_dir.glob("eval-round-*"), key=lambda p: int(p.name.rsplit("-", 1)[1])):
                 figures = eval_figures(ev)
                 if figures is not None:
                     rounds.append({"round": int(ev.name.rsplit("-", 1)[1]), **figures})
+            # False: the arm started from other SFT weights than the evaluated ones (an SFT trained again on another
+            # machine that did not reproduce, `study.weights`): its gain would compare two models
+            same = None if start is None or evaluated is None else start == evaluated
             runs[f"{arm_dir.name}/seed-{m.group(1)}"] = {"arm": arm_dir.name, "seed": int(m.group(1)), "sft": sft,
-                                                         "rounds": rounds}  # fmt: skip
+                                                         "rounds": rounds, "same_start": same}  # fmt: skip
     arms: dict[str, Any] = {}
     for run in runs.values():
         arms.setdefault(run["arm"], []).append(run)
     table = {}
     for arm, rs in arms.items():
-        done = [r for r in rs if r["sft"] and r["rounds"]]
+        done = [r for r in rs if r["sft"] and r["rounds"] and r["same_start"] is not False]
         sft = [r["sft"]["pass@1"] for r in done]
         final = [r["rounds"][-1]["pass@1"] for r in done]
         gains = [b - a for a, b in zip(sft, final)]
@@ -109,6 +114,10 @@ def render(summary: dict[str, Any], figures: list[str]) -> str:
         cells = [f"{100 * r['pass@1']:.1f}%" for r in run["rounds"]]
         sft = f"{100 * run['sft']['pass@1']:.1f}%" if run["sft"] else "n/a"
         lines.append(f"| {name} | {sft} | " + " | ".join(cells) + " |")
+    other = [name for name, run in summary["runs"].items() if run.get("same_start") is False]
+    if other:
+        lines += ["", f"Left out of the arms table: {', '.join(other)} started from other SFT weights than the "
+                  "evaluated ones (an SFT trained again that did not reproduce)."]  # fmt: skip
     lines += ["", "Every verdict: `corpus/verdicts.jsonl`, `seed-S/eval-*/verdicts.jsonl`, `seed-S/ARM/eval-round-R/"
               "verdicts.jsonl`, `seed-S/ARM/run/verdicts.jsonl`.", ""]  # fmt: skip
     for name in figures:

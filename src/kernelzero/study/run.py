@@ -6,14 +6,17 @@ loop of `kernelzero train` (`loop.coevolve.CoEvolution` with a `RunConfig`). The
 family's tasks and API sets, the from-scratch models, the arm's reward knobs) and reads the outputs.
 
 Layout of `--out` (each stage skips itself when its output is there, so an invocation killed at any point, or a
-later invocation for another arm or seed, resumes; `stages.jsonl` says what each invocation ran or skipped):
+later invocation for another arm or seed, resumes; `stages.jsonl` says what each invocation ran or skipped; a folder
+brought from another machine without its weights, `kernelzero study --pack`, resumes too: `study.weights`):
 
     corpus/        corpus.jsonl + dataset/ (Coder pairs judged ok), proposer.jsonl (valid tasks), verdicts.jsonl,
                    train_tasks.jsonl (the loop's fallback Coder tasks), test_tasks.jsonl
     seed-S/models/ tokenizer and both roles' initial weights
     seed-S/sft/ROLE/  pairs.jsonl (the SFT data, split train/val), checkpoints, final/ (the best by validation loss)
     seed-S/eval-sft/  verdicts.jsonl and summary.json of the cold-started Coder on the test tasks
-    seed-S/ARM/run/   a `kernelzero train` run directory; seed-S/ARM/eval-round-R/ the Coder after round R
+    seed-S/ARM/run/   a `kernelzero train` run directory; seed-S/ARM/eval-round-R/ the Coder after round R;
+                      seed-S/ARM/start.json the digests of the SFT weights the arm started from
+    seed-S/retired/   evaluations and runs set aside because their weights were gone (`study.weights`)
     summary.json, report.md, plots/   over every seed and arm found under --out (`study.report`)
 """
 
@@ -45,6 +48,7 @@ from kernelzero.study.corpus import BACKEND, build_corpus, check_corpus
 from kernelzero.study.models import build_models, tokenizer_texts
 from kernelzero.study.report import write_study_report
 from kernelzero.study.sft import sft_role
+from kernelzero.study.weights import retire, run_needs_lost_weights, weights_digest
 from kernelzero.tasks import read_corpus, write_corpus
 from kernelzero.trainers.config import CoderPhaseConfig, ProposerPhaseConfig
 
@@ -103,14 +107,13 @@ class Study:
             models = self.seed_dir / "models"
             self.stage("models", models / "proposer-init" / ".complete", lambda: self.build_models(corpus, models))
             for role in ("coder", "proposer"):
-                sft = self.seed_dir / "sft" / role
-                self.stage(f"sft-{role}", sft / "done.json",
-                           lambda role=role, sft=sft: sft_role(role, corpus, models / f"{role}-init", sft, self.config,
-                                                               self.seed, self.say))  # fmt: skip
+                self.stage(f"sft-{role}", self._sft_done(role), lambda role=role: self.sft(role, corpus, models))
             coder_sft = self.seed_dir / "sft" / "coder" / "final"
-            self.stage("eval-sft", self.seed_dir / "eval-sft" / "summary.json",
-                       lambda: self.evaluate(coder_sft, self.seed_dir / "eval-sft"))  # fmt: skip
+            eval_sft = self.seed_dir / "eval-sft"
+            self._retire_stale_eval(eval_sft, weights_digest(coder_sft))
+            self.stage("eval-sft", eval_sft / "summary.json", lambda: self.evaluate(coder_sft, eval_sft))
             run_dir = self.arm_dir / "run"
+            self._retire_lost_run(run_dir)
             self.stage(f"loop-{self.arm}", run_dir / "finished.json", lambda: self.coevolve(corpus, run_dir))
             for r in range(1, self.config.rounds + 1):
                 model = run_dir / "checkpoints" / f"round-{r - 1}" / "coder" / "final"
@@ -163,6 +166,51 @@ class Study:
         paths = build_models(out, texts, self.config.models, seed=self.seed)
         self.say(f"  models: {', '.join(str(p) for p in paths.values())}")
 
+    def _sft_done(self, role: str) -> Path:
+        """The SFT stage's marker, `done.json`, after setting aside one whose weights are gone (a folder brought
+        from another machine, `study.weights`): the role is then trained again and the digests compared."""
+        sft = self.seed_dir / "sft" / role
+        done = sft / "done.json"
+        if done.is_file() and weights_digest(sft / "final") is None:
+            done.replace(sft / "done.carried.json")
+            self.say(f"stage sft-{role}: {sft.relative_to(self.out)} holds no weights (the folder came without "
+                     "them): trained again")  # fmt: skip
+        return done
+
+    def sft(self, role: str, corpus: Path, models: Path) -> None:
+        sft = self.seed_dir / "sft" / role
+        sft_role(role, corpus, models / f"{role}-init", sft, self.config, self.seed, self.say)
+        record = json.loads((sft / "done.json").read_text(encoding="utf-8"))
+        record["weights"] = weights_digest(sft / "final")
+        carried = sft / "done.carried.json"
+        if carried.is_file():  # trained again: did the same data, seed and settings give the same weights?
+            before = json.loads(carried.read_text(encoding="utf-8")).get("weights")
+            record["reproduced"] = None if before is None else before == record["weights"]
+            self.say(f"  sft {role}: weights {record['weights']}, before {before}: reproduced {record['reproduced']}")
+            carried.unlink()
+        (sft / "done.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+    def _retire_stale_eval(self, ev: Path, digest: str | None) -> None:
+        """Set aside an evaluation of other weights than `digest` (an SFT trained again that did not reproduce)."""
+        summary = ev / "summary.json"
+        if not summary.is_file() or digest is None:
+            return
+        evaluated = (json.loads(summary.read_text(encoding="utf-8")).get("meta") or {}).get("weights")
+        if evaluated is not None and evaluated != digest:
+            dest = retire(ev, self.seed_dir, f"evaluated weights {evaluated}; the Coder's are now {digest}")
+            self.say(f"stage eval-sft: it evaluated other weights ({evaluated}, now {digest}): moved to "
+                     f"{dest.relative_to(self.out)}, evaluated again")  # fmt: skip
+
+    def _retire_lost_run(self, run_dir: Path) -> None:
+        """Set aside this arm's run and evaluations when the run cannot go on without weights that are gone."""
+        missing = [r for r in range(1, self.config.rounds + 1)
+                   if not (self.arm_dir / f"eval-round-{r}" / "summary.json").is_file()]  # fmt: skip
+        if not run_needs_lost_weights(run_dir, missing):
+            return
+        dest = retire(self.arm_dir, self.seed_dir, "the run's weights were gone before it was done and evaluated")
+        self.say(f"stage loop-{self.arm}: its weights are gone (the folder came without them): moved to "
+                 f"{dest.relative_to(self.out)}, the arm runs again from its start")  # fmt: skip
+
     def evaluate(self, model: Path, out: Path) -> None:
         """pass@1 and fast_1 of a Coder on the test tasks: `run_eval` (resumes from `out`) and the eval report."""
         cfg = self.config
@@ -179,8 +227,8 @@ class Study:
         records = run_eval(tasks, policy, backend=BACKEND, judge_fn=pool.judge, out_dir=out,
                            samples=cfg.eval_samples, sampling=sampling, judge_many=pool.judge_many,
                            brief=brief)  # fmt: skip
-        summary = write_report(out, records, [1], {"model": str(model), "arm": self.arm, "seed": self.seed},
-                               plots=False)  # fmt: skip
+        meta = {"model": str(model), "arm": self.arm, "seed": self.seed, "weights": weights_digest(model)}
+        summary = write_report(out, records, [1], meta, plots=False)
         row = summary["rows"][-1]
         self.say(f"  {out.name}: pass@1 {row['pass']['1']:.3f} over {row['tasks']} test tasks")
 
@@ -210,6 +258,11 @@ class Study:
 
     def coevolve(self, corpus: Path, run_dir: Path) -> None:
         self.close_judge()  # the loop starts its own pool: two idle pools would hold two sets of GPU workers
+        start = self.arm_dir / "start.json"
+        if not start.is_file():  # the weights this arm starts from, for the report (`study.weights`)
+            self.arm_dir.mkdir(parents=True, exist_ok=True)
+            digests = {role: weights_digest(self.seed_dir / "sft" / role / "final") for role in ("coder", "proposer")}
+            start.write_text(json.dumps(digests) + "\n", encoding="utf-8")
         state = CoEvolution(self.run_config(corpus), run_dir, say=lambda m: self.say("  " + m)).run()
         (run_dir / "finished.json").write_text(json.dumps({"rounds": state.round, "models": state.models}) + "\n")
 

@@ -1,0 +1,98 @@
+"""A study folder that travels without its weights, and the stages that then run again.
+
+A lent GPU machine keeps nothing after its lease, and what comes back from it is small (a few files of at most
+16 MiB): the study's models are too large to come back, its text is not (verdicts, task lists, SFT and loop records,
+evaluations: a few MB). `pack` writes that text as one .tar.gz; unpacked into `--out` on a later machine, the study
+resumes from it. What needed the weights is then decided here, from the files alone:
+
+- a role's SFT (`done.json` without `final/` weights) is trained again with the same data, seed and settings, and
+  its weights' digest is compared with the one recorded: `reproduced` says whether it came out bit for bit;
+- the evaluation after SFT stands only for the weights it evaluated (its `summary.json` records their digest);
+  another digest retires it to `seed-S/retired/`, and it runs again;
+- an arm's loop resumes only from weights: one that stopped part-way, or whose rounds are not all evaluated, with
+  any of those weights missing, is retired with its evaluations and runs again from its start;
+- an arm records the digests it started from (`start.json`), so the report can say when an arm and the evaluation
+  after SFT saw different weights (an SFT trained again that did not reproduce).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tarfile
+import time
+from pathlib import Path
+
+WEIGHT_FOLDERS = ("models", "final")
+"""Folders of weights and tokenizer (the initial models, each role's `final/`), left out of a pack."""
+WEIGHT_PREFIX = "checkpoint"
+"""Trainer checkpoints (`checkpoint-N/`) and the loop's `checkpoints/` (its phases' weights), left out of a pack."""
+
+
+def weights_digest(model_dir: str | Path) -> str | None:
+    """A digest of a model folder's weight files (`*.safetensors`, or `pytorch_model*.bin` of the older format), None
+    when it holds none. Nothing else counts: the trainer's `training_args.bin` beside them names its own folder."""
+    files = sorted(p for p in Path(model_dir).glob("*") if p.is_file() and (
+        p.suffix == ".safetensors" or (p.suffix == ".bin" and p.name.startswith("pytorch_model"))))  # fmt: skip
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for p in files:
+        with p.open("rb") as f:
+            h.update(p.name.encode() + b"\0" + hashlib.file_digest(f, "sha256").digest())
+    return h.hexdigest()[:16]
+
+
+def _weightless(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    parts = Path(info.name).parts
+    if any(p in WEIGHT_FOLDERS or p.startswith(WEIGHT_PREFIX) for p in parts):
+        return None
+    return None if info.isfile() and Path(info.name).suffix in (".safetensors", ".bin", ".pt", ".pth") else info
+
+
+def pack(out: str | Path, dest: str | Path) -> int:
+    """Write study folder `out` without weights, tokenizers or checkpoints to the .tar.gz `dest` (its paths relative
+    to `out`); returns its size in bytes. Written beside `dest` and renamed, so a pack cut short leaves the last."""
+    out, dest = Path(out), Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".partial")
+    with tarfile.open(tmp, "w:gz") as tar:
+        for path in sorted(out.iterdir()):
+            tar.add(path, arcname=path.name, filter=_weightless)
+    tmp.replace(dest)
+    return dest.stat().st_size
+
+
+def unpack(archive: str | Path, out: str | Path) -> None:
+    """Unpack a `pack` archive into `out` (regular files and folders only, no path outside `out`)."""
+    with tarfile.open(archive, "r:gz") as tar:
+        tar.extractall(out, filter="data")
+
+
+def retire(path: Path, seed_dir: Path, why: str) -> Path:
+    """Move `path` (an evaluation, an arm's run) to `seed_dir/retired/<name>-<time>/` with a note of `why`: kept for
+    the record, out of the report (which reads `seed-S/eval-sft` and `seed-S/ARM/`)."""
+    dest = seed_dir / "retired" / f"{path.name}-{time.strftime('%Y%m%dT%H%M%S')}"
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(path), str(dest / path.name))
+    (dest / "why.txt").write_text(why + "\n", encoding="utf-8")
+    return dest
+
+
+def run_needs_lost_weights(run_dir: Path, evals_missing: list[int]) -> bool:
+    """Whether the loop in `run_dir` cannot go on from its files: it stopped part-way and a role's current weights
+    (`state.json` models, those the run trained) are gone, or round r's Coder weights are gone while its evaluation
+    (`evals_missing`: rounds, from 1) is still to run."""
+    state_file = run_dir / "state.json"
+    if not state_file.is_file():
+        return False
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    needed = [] if state.get("finished") else [Path(p) for p in (state.get("models") or {}).values() if p]
+    done = set(state.get("completed") or [])
+    needed += [run_dir / "checkpoints" / f"round-{r - 1}" / "coder" / "final" for r in evals_missing
+               if f"r{r - 1}.coder" in done]  # fmt: skip
+    return any(weights_digest(p) is None for p in needed)
+
+
+__all__ = ["pack", "retire", "run_needs_lost_weights", "unpack", "weights_digest"]
