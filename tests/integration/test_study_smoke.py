@@ -163,3 +163,20 @@ def test_a_folder_packed_without_weights_resumes_on_another_machine(smoke, tmp_p
     summary = json.loads((elsewhere / "summary.json").read_text())
     assert summary["runs"]["main/seed-0"]["same_start"] is True
     assert summary["arms"]["main"]["seeds"] == [0]
+
+    # where SFT does not come out the same (told here by recorded digests of other weights, for SFT and for the
+    # main arm's start), the evaluation after SFT is retired and run again, and the arm that started from the old
+    # weights is left out of the arms table
+    other = tmp_path / "other"
+    unpack(archive, other)
+    done_file = other / "seed-0" / "sft" / "coder" / "done.json"
+    done_file.write_text(json.dumps({**json.loads(done_file.read_text()), "weights": "0123456789abcdef"}))
+    (other / "seed-0" / "main" / "start.json").write_text(json.dumps({"coder": "0123456789abcdef"}))
+    third = study(other, root / "cache")
+    assert "reproduced False" in third.stdout and "eval-sft evaluated other weights" in third.stdout
+    assert {r["stage"]: r["action"] for r in invocations(other)[-1]}["eval-sft"] == "ran"
+    [retired] = (other / "seed-0" / "retired").iterdir()
+    assert (retired / "eval-sft" / "verdicts.jsonl").is_file()
+    summary = json.loads((other / "summary.json").read_text())
+    assert summary["runs"]["main/seed-0"]["same_start"] is False and summary["arms"]["main"]["seeds"] == []
+    assert "Left out of the arms table: main/seed-0 started from other" in (other / "report.md").read_text()

@@ -77,22 +77,17 @@ def test_which_loops_can_go_on_from_their_files(tmp_path):
     assert not run_needs_lost_weights(run, [])  # finished and evaluated: the text is all the report needs
 
 
-def test_the_study_sets_aside_what_the_weights_it_has_do_not_support(tmp_path):
+def test_a_loop_that_cannot_go_on_is_set_aside_with_its_evaluations(tmp_path):
     study = Study(StudyConfig(rounds=1), tmp_path, arm="main", say=lambda m: None)
     seed = tmp_path / "seed-0"
-    _summary(seed / "eval-sft", 0.2, weights="aaaa")
-    study._retire_stale_eval(seed / "eval-sft", "aaaa")  # the same weights: it stands
-    assert (seed / "eval-sft" / "summary.json").is_file()
-    study._retire_stale_eval(seed / "eval-sft", "bbbb")
-    assert not (seed / "eval-sft").exists()
-    [retired] = (seed / "retired").iterdir()
-    assert (retired / "eval-sft" / "summary.json").is_file() and "aaaa" in (retired / "why.txt").read_text()
-
     run = seed / "main" / "run"
     _state(run, ["r0.proposer"], {"proposer": str(run / "checkpoints" / "round-0" / "proposer" / "final")}, False)
+    _summary(seed / "main" / "eval-round-1", 0.3)
     study._retire_lost_run(run)
     assert not (seed / "main").exists()
-    assert len([p for p in (seed / "retired").iterdir() if (p / "main" / "run" / "state.json").is_file()]) == 1
+    [retired] = (seed / "retired").iterdir()
+    assert (retired / "main" / "run" / "state.json").is_file() and (retired / "main" / "eval-round-1").is_dir()
+    assert "weights were gone" in (retired / "why.txt").read_text()
 
 
 def test_an_arm_that_started_from_other_weights_is_left_out_of_the_table(tmp_path):

@@ -110,7 +110,6 @@ class Study:
                 self.stage(f"sft-{role}", self._sft_done(role), lambda role=role: self.sft(role, corpus, models))
             coder_sft = self.seed_dir / "sft" / "coder" / "final"
             eval_sft = self.seed_dir / "eval-sft"
-            self._retire_stale_eval(eval_sft, weights_digest(coder_sft))
             self.stage("eval-sft", eval_sft / "summary.json", lambda: self.evaluate(coder_sft, eval_sft))
             run_dir = self.arm_dir / "run"
             self._retire_lost_run(run_dir)
@@ -188,18 +187,12 @@ class Study:
             record["reproduced"] = None if before is None else before == record["weights"]
             self.say(f"  sft {role}: weights {record['weights']}, before {before}: reproduced {record['reproduced']}")
             carried.unlink()
+            eval_sft = self.seed_dir / "eval-sft"
+            if role == "coder" and not record["reproduced"] and eval_sft.exists():  # done or part-way: other weights
+                dest = retire(eval_sft, self.seed_dir, f"it evaluated weights {before}; the Coder's are now "
+                              f"{record['weights']}")  # fmt: skip
+                self.say(f"  eval-sft evaluated other weights: moved to {dest.relative_to(self.out)}")
         (sft / "done.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-
-    def _retire_stale_eval(self, ev: Path, digest: str | None) -> None:
-        """Set aside an evaluation of other weights than `digest` (an SFT trained again that did not reproduce)."""
-        summary = ev / "summary.json"
-        if not summary.is_file() or digest is None:
-            return
-        evaluated = (json.loads(summary.read_text(encoding="utf-8")).get("meta") or {}).get("weights")
-        if evaluated is not None and evaluated != digest:
-            dest = retire(ev, self.seed_dir, f"evaluated weights {evaluated}; the Coder's are now {digest}")
-            self.say(f"stage eval-sft: it evaluated other weights ({evaluated}, now {digest}): moved to "
-                     f"{dest.relative_to(self.out)}, evaluated again")  # fmt: skip
 
     def _retire_lost_run(self, run_dir: Path) -> None:
         """Set aside this arm's run and evaluations when the run cannot go on without weights that are gone."""

@@ -7,8 +7,8 @@ resumes from it. What needed the weights is then decided here, from the files al
 
 - a role's SFT (`done.json` without `final/` weights) is trained again with the same data, seed and settings, and
   its weights' digest is compared with the one recorded: `reproduced` says whether it came out bit for bit;
-- the evaluation after SFT stands only for the weights it evaluated (its `summary.json` records their digest);
-  another digest retires it to `seed-S/retired/`, and it runs again;
+- the evaluation after SFT stands only for the weights it evaluated: when the Coder's SFT did not reproduce, it is
+  retired to `seed-S/retired/` (done or part-way) and runs again (its `summary.json` records the digest);
 - an arm's loop resumes only from weights: one that stopped part-way, or whose rounds are not all evaluated, with
   any of those weights missing, is retired with its evaluations and runs again from its start;
 - an arm records the digests it started from (`start.json`), so the report can say when an arm and the evaluation
