@@ -72,3 +72,10 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
               --solutions bench/kb_solutions --only-with-solutions --backend triton --workers 1 --out "$OUT/eval" ;;
   esac
 done
+# The device brings back at most 8 files, none deeper than $OUT/a/b/: past that, everything comes back as one pack
+# ($OUT/all.tgz; unpack it where the reply's files land).
+if [ "$(find "$OUT" -type f | wc -l)" -gt 8 ] || [ -n "$(find "$OUT" -mindepth 3 -type f -print -quit)" ]; then
+  [ -n "${MEMLOG:-}" ] && kill "$MEMLOG" 2>/dev/null
+  tar czf /tmp/kz-all.tgz -C "$OUT" . && find "$OUT" -mindepth 1 -delete && mv /tmp/kz-all.tgz "$OUT/all.tgz" \
+    && echo "== $OUT packed into all.tgz (over 8 files, or deeper than 2 folders)"
+fi
