@@ -63,6 +63,28 @@ def test_coder_dataset_uses_the_coder_prompt():
     assert ds[1]["source"] == TASKS[0].source
 
 
+def test_a_task_may_repeat_but_two_tasks_may_not_share_a_name():
+    ds = coder_dataset([TASKS[0], TASKS[0]], ["triton"])  # the loop repeats a few tasks to fill a step
+    assert [r["name"] for r in ds] == ["open", "open"]
+    with pytest.raises(ValueError, match="two different tasks are named 'open'"):
+        coder_dataset([TASKS[0], Task(name="open", source="# another task")], ["triton"])
+
+
+def test_a_step_of_one_repeated_task_trains_two_groups_of_it(tiny_model_dir, tmp_path):
+    # fewer tasks than a step holds: the loop's Coder unit repeats them (one task, 2 prompts of 4 generations)
+    judge = ScriptedJudge({"open": SCRIPT["open"]})
+    records = []
+    trainer = build_coder_trainer(config(tmp_path, model=tiny_model_dir), [TASKS[0], TASKS[0]], judge,
+                                  parse_fn=accept_any_text,
+                                  prompt_fn=short_prompt, on_rewards=records.append)  # fmt: skip
+    trainer.train()
+    [rec] = records
+    assert rec.task_names == ["open"] * 8 and len(judge.calls) == 8
+    # each group of 4 is scored on its own: both groups got the script's 4 verdicts (3 correct), so both gates open
+    assert [v.status for v in rec.verdicts] == [v.status for v in SCRIPT["open"]] * 2
+    assert trainer.state.log_history[0]["coder/gate_open_share"] == pytest.approx(1.0)
+
+
 def rows_of(record, name):
     return [i for i, n in enumerate(record.task_names) if n == name]
 

@@ -32,6 +32,7 @@ import json
 import logging
 import math
 import os
+import random
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -378,17 +379,19 @@ class CoEvolution:
         seeds_used = False
         if not coder_tasks or loop.seed_tasks_always:
             seeds = seed_tasks(loop.seed_tasks)
-            if not coder_tasks and seeds:
+            fallback = not coder_tasks and seeds
+            seeds_used = bool(seeds)
+            coder_tasks = fill_with_seeds(coder_tasks, seeds, loop.coder_tasks_max, f"{self.config.seed}:{r}")
+            if fallback:
                 where = "shipped in the package" if loop.seed_tasks == "builtin" else f"of {loop.seed_tasks}"
+                some = "the" if len(coder_tasks) == len(seeds) else f"{len(coder_tasks)} of the"
                 note = (f"round {r}: the Proposer produced no valid task ({len(summary.proposals)} proposed: "
                         f"{_reasons(summary.counts)}) and the pool has no hard task to recycle, so the Coder phase "
-                        f"trains on the {len(seeds)} seed tasks {where}")  # fmt: skip
+                        f"trains on {some} {len(seeds)} seed tasks {where}")  # fmt: skip
                 self.say(note)
                 self.fallback_notes.append(note)
-            seeds_used = bool(seeds)
-            coder_tasks += [t for t in seeds if t.name not in {c.name for c in coder_tasks}]
-            for t in seeds:
-                if t.name not in pool:
+            for t in coder_tasks:  # the seeds the Coder attempts (the pool tracks attempts; a seed it never
+                if t.name not in pool:  # attempted would only turn a proposal like it into a duplicate)
                     pool.add(t)
         coder_tasks = coder_tasks[: loop.coder_tasks_max]
         self.log_metrics(r, "tasks", 0, {"tasks/proposed": len(summary.proposals), "tasks/valid": len(valid),
@@ -464,6 +467,17 @@ class CoEvolution:
         self.say(f"round {r}: frontier updated: {len(pool)} task(s) in the pool, {hard} hard")
         self.commit(unit_name(r, "frontier"), pool=pool, next_round=True)
         pool.save(self.run_dir)
+
+
+def fill_with_seeds(tasks: list[Task], seeds: list[Task], cap: int, draw: str) -> list[Task]:
+    """`tasks`, then seed tasks not among them, `cap` in all. When more seeds are left than fit, a draw seeded by
+    `draw` (the run's seed and the round) picks which, so that the rounds do not all take the file's first ones."""
+    names = {t.name for t in tasks}
+    left = [t for t in seeds if t.name not in names]
+    room = cap - len(tasks)
+    if 0 < room < len(left):
+        left = random.Random(f"seed-tasks:{draw}").sample(left, room)
+    return (tasks + left)[:cap]
 
 
 def _plain(d: dict) -> dict:

@@ -61,7 +61,9 @@ class LoopConfig:
     """Tasks for a Coder phase that has none from the pool: `builtin` (src/kernelzero/data/seed_tasks), a folder or
     a .jsonl corpus, or `none` (then the Coder phase is skipped)."""
     seed_tasks_always: bool = False
-    """Add the seed tasks to every Coder phase, not only when the pool gives none."""
+    """Add the seed tasks to every Coder phase, not only when the pool gives none. Seed tasks fill the room that
+    `coder_tasks_max` leaves after the new and recycled tasks; when more seeds exist than fit, each round draws its
+    own (seeded by the run's seed and the round)."""
     max_new_tokens: int = 256
     """Token cap of the trained Proposer's task generation and of the frozen Coder's l(m) samples."""
     temperature: float = 1.0

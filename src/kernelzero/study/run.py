@@ -243,7 +243,11 @@ class Study:
                           tasks_per_round=cfg.api_sets_per_round, coder_k=cfg.coder_k,
                           hard_per_round=cfg.api_sets_per_round // 4, coder_tasks_max=4 * cfg.api_sets_per_round,
                           seed_tasks=str(corpus / "train_tasks.jsonl"), max_new_tokens=cfg.max_new_tokens,
-                          train_proposer=arm.train_proposer)  # fmt: skip
+                          train_proposer=arm.train_proposer,
+                          # the family's training tasks fill each Coder phase: a from-scratch Proposer writes few
+                          # valid tasks (a CPU rehearsal: 0 of 8 in two rounds), and without them round 1's Coder
+                          # phase trained all its steps on the 2 hard tasks recycled from round 0
+                          seed_tasks_always=True)  # fmt: skip
         return RunConfig(seed=self.seed, rounds=cfg.rounds, backend=BACKEND, coder=coder, proposer=proposer,
                          loop=loop, validation=ValidationConfig(device=cfg.device, workers=cfg.judge_workers),
                          judge=JudgeOptions(device=cfg.device, trials=cfg.judge_trials, compile_baseline=False),

@@ -191,12 +191,13 @@ class CoderGRPOTrainer(GRPOTrainer):
 
 def coder_dataset(tasks: Sequence[Task], backends: Sequence[str], prompt_fn: PromptFn = coder_prompt):
     """One row per (task, backend): `prompt` (chat messages) plus `name`, `source`, `backend`, which TRL passes
-    through to the reward functions."""
+    through to the reward functions. A task listed twice gives its rows twice."""
     from datasets import Dataset
 
-    names = [t.name for t in tasks]
-    if len(set(names)) != len(names):
-        raise ValueError("task names must be unique: verdicts and logs are keyed on them")
+    seen: dict[str, str] = {}
+    for t in tasks:  # a task may repeat (the loop repeats a few tasks to fill a step), a name may not be shared
+        if seen.setdefault(t.name, t.source) != t.source:
+            raise ValueError(f"two different tasks are named {t.name!r}: verdicts and logs are keyed on task names")
     rows = [
         {"prompt": prompt_fn(t, b), "name": t.name, "source": t.source, "backend": b} for t in tasks for b in backends
     ]
