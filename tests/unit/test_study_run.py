@@ -132,7 +132,8 @@ def test_the_loop_of_a_study_uses_its_prompt_style(tmp_path, prompts):
 
 
 @pytest.mark.parametrize("args, message", [(["--arm", "nope"], "--arm must be one of main"),
-                                           (["--out", "FILE"], "not a folder")])  # fmt: skip
+                                           (["--out", "FILE"], "not a folder"),
+                                           (["--pack", "o.zip"], "--pack o.zip: give a file name")])  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2_before_torch(tmp_path, args, message):
     (tmp_path / "f").write_text("")
     args = [str(tmp_path / "f") if a == "FILE" else a for a in args]

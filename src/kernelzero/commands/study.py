@@ -44,6 +44,8 @@ def study_command(
     if smoke and device == "cuda":
         fail("--smoke runs on CPU: drop --device cuda")
     check_file("--config", config)
+    if pack is not None and (pack.is_dir() or not pack.name.endswith((".tar.gz", ".tgz"))):
+        fail(f"--pack {pack}: give a file name ending in .tar.gz or .tgz")
     base = smoke_config() if smoke else StudyConfig(device=device)
     try:
         cfg = merge(base, read_config_file(config)) if config is not None else base
@@ -62,8 +64,6 @@ def study_command(
     from kernelzero.study.run import Study
 
     start = time.monotonic()
-    if pack is not None and (pack.is_dir() or not pack.name.endswith((".tar.gz", ".tgz"))):
-        fail(f"--pack {pack}: give a file name ending in .tar.gz or .tgz")
     try:
         with interruptible(f"rerun the same command to resume from {out}"):
             summary = Study(cfg, out, arm=arm, seed=seed, say=lambda m: typer.echo(m)).run()
