@@ -95,7 +95,9 @@ class StudyConfig:
     rl_generations: int = 8
     """Group size G of both roles."""
     rl_lr: float = 5e-5
-    """GRPO learning rate of both roles: higher than a 7B model's 1e-6, as small models take larger steps."""
+    """GRPO learning rate of both roles: higher than a 7B model's 1e-6, as small models take larger steps. A CPU
+    rehearsal (the 1.3M model, one seed, 2 rounds of 8 Coder steps x 16 rollouts) from test pass@1 0.047 after SFT:
+    5e-5 ended at 0.094 (12 of 128 samples ok, against 6), 5e-4 at 0.031 (format errors 38 -> 59 of 128)."""
     api_sets_per_round: int = 16
     """API sets of a round (the Proposer phase's prompts and the task batch)."""
     coder_k: int = 2
