@@ -17,7 +17,7 @@ from kernelzero.loop.config import RunConfig
 from kernelzero.rewards.cagrpo import gated_group_rewards
 from kernelzero.rewards.config import GateConfig
 from kernelzero.study.config import ARMS, StudyConfig, smoke_config
-from kernelzero.study.report import collect
+from kernelzero.study.report import _running_mean, collect
 from kernelzero.study.run import Study, _Prefetched, _VerdictCache
 from kernelzero.study.sft import PlateauStop, split
 from kernelzero.tasks import Task
@@ -180,3 +180,8 @@ def test_the_evaluation_generates_every_task_in_one_call():
     assert Policy.calls == [3]
     assert [c.text for c in policy.generate([chats[1]], 4, SamplingConfig())[0]] == ["b-0", "b-1", "b-2", "b-3"]
     assert [c.text for c in policy.generate([chats[2]], 2, SamplingConfig())[0]] == ["c-0", "c-1"]  # a resumed task
+
+
+def test_the_training_curves_running_mean_covers_the_last_steps_only():
+    assert _running_mean([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 3) == [1.0, 1.5, 2.0, 3.0, 4.0, 5.0]
+    assert _running_mean([], 5) == []

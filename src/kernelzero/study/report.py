@@ -147,6 +147,11 @@ def _metric_series(run_dir: Path, key: str) -> list[float]:
     return values
 
 
+def _running_mean(ys: list[float], n: int) -> list[float]:
+    """Each value's mean with the up to n - 1 values before it."""
+    return [sum(ys[max(0, i - n + 1) : i + 1]) / (i + 1 - max(0, i - n + 1)) for i in range(len(ys))]
+
+
 def write_plots(out: Path, summary: dict[str, Any]) -> list[str]:
     """pass@1 per round (0 = after SFT) per run, and the loop's training curves (Coder pass rate and reward,
     Proposer validity and reward) per run."""
@@ -173,8 +178,10 @@ def write_plots(out: Path, summary: dict[str, Any]) -> list[str]:
         for name in summary["runs"]:
             arm, seed = name.split("/")
             ys = _metric_series(out / seed / arm / "run", key)
-            ax.plot(range(len(ys)), ys, marker=".", label=name)
-        ax.set(title=key, xlabel="GRPO step (all rounds)")
+            # a step's figure depends on which few tasks it drew: the points, and their running mean over 5 steps
+            line = ax.plot(range(len(ys)), ys, marker=".", linestyle="none", alpha=0.4)[0]
+            ax.plot(range(len(ys)), _running_mean(ys, 5), color=line.get_color(), label=name)
+        ax.set(title=key, xlabel="GRPO step (all rounds); line: mean of the last 5 steps")
     axes.flat[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(plots / "training.png", dpi=100)
