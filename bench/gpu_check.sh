@@ -67,7 +67,10 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
            if [ -f "${KZ_STUDY_FROM:-}" ] && [ ! -d "$D" ]; then  # a fresh machine: resume from an earlier pack
              mkdir -p "$D" && tar xzf "$KZ_STUDY_FROM" -C "$D"; fi
            step study timeout -s INT -k 30 ${KZ_STUDY_LIMIT:-560} python3 -m kernelzero.cli study --out "$D" \
-              --arm ${KZ_ARM:-main} --seed ${KZ_SEED:-0} --pack "$OUT/study.tgz" ${KZ_STUDY_ARGS:-} ;;
+              --arm ${KZ_ARM:-main} --seed ${KZ_SEED:-0} --pack "$OUT/study.tgz" ${KZ_STUDY_ARGS:-}
+           # killed before it packed (the H200 once took over 30 s to stop after SIGINT): pack the folder here
+           [ -f "$OUT/study.tgz" ] || [ ! -d "$D" ] || python3 -c "import sys; from kernelzero.study.weights import pack; \
+              print('packed after a kill:', pack(sys.argv[1], sys.argv[2]), 'bytes')" "$D" "$OUT/study.tgz" ;;
     eval) step eval timeout ${KZ_EVAL_TIMEOUT:-600} python3 -m kernelzero.cli eval --tasks .kb/KernelBench \
               --solutions bench/kb_solutions --only-with-solutions --backend triton --workers 1 --out "$OUT/eval" ;;
   esac

@@ -185,3 +185,10 @@ def test_the_evaluation_generates_every_task_in_one_call():
 def test_the_training_curves_running_mean_covers_the_last_steps_only():
     assert _running_mean([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 3) == [1.0, 1.5, 2.0, 3.0, 4.0, 5.0]
     assert _running_mean([], 5) == []
+
+
+def test_every_stage_judges_speed_against_eager_only(tmp_path):
+    study = Study(StudyConfig(device="cpu", judge_trials=2), tmp_path)
+    options = study.judge_options()
+    assert options.compile_baseline is False and options.trials == 2 and options.device == "cpu"
+    assert study.run_config(tmp_path / "corpus").judge == options  # the loop's judge is the same
