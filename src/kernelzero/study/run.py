@@ -183,21 +183,20 @@ class Study:
 
     def sft(self, role: str, corpus: Path, models: Path) -> None:
         sft = self.seed_dir / "sft" / role
-        sft_role(role, corpus, models / f"{role}-init", sft, self.config, self.seed, self.say)
-        record = json.loads((sft / "done.json").read_text(encoding="utf-8"))
-        record["weights"] = weights_digest(sft / "final")
-        carried = sft / "done.carried.json"
-        if carried.is_file():  # trained again: did the same data, seed and settings give the same weights?
-            before = json.loads(carried.read_text(encoding="utf-8")).get("weights")
-            record["reproduced"] = None if before is None else before == record["weights"]
-            self.say(f"  sft {role}: weights {record['weights']}, before {before}: reproduced {record['reproduced']}")
-            carried.unlink()
-            eval_sft = self.seed_dir / "eval-sft"
-            if role == "coder" and not record["reproduced"] and eval_sft.exists():  # done or part-way: other weights
-                dest = retire(eval_sft, self.seed_dir, f"it evaluated weights {before}; the Coder's are now "
-                              f"{record['weights']}")  # fmt: skip
-                self.say(f"  eval-sft evaluated other weights: moved to {dest.relative_to(self.out)}")
-        (sft / "done.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        carried = sft / "done.carried.json"  # the record of a training whose weights are gone (`_sft_done`)
+        trained_again = carried.is_file()
+        before = json.loads(carried.read_text(encoding="utf-8")).get("weights") if trained_again else None
+        record = sft_role(role, corpus, models / f"{role}-init", sft, self.config, self.seed, self.say, before=before)
+        if not trained_again:
+            return
+        reproduced = record.get("reproduced")
+        self.say(f"  sft {role}: weights {record['weights']}, before {before}: reproduced {reproduced}")
+        carried.unlink()
+        eval_sft = self.seed_dir / "eval-sft"
+        if role == "coder" and not reproduced and eval_sft.exists():  # done or part-way: it saw other weights
+            dest = retire(eval_sft, self.seed_dir, f"it evaluated weights {before}; the Coder's are now "
+                          f"{record['weights']}")  # fmt: skip
+            self.say(f"  eval-sft evaluated other weights: moved to {dest.relative_to(self.out)}")
 
     def _retire_lost_run(self, run_dir: Path) -> None:
         """Set aside this arm's run and evaluations when the run cannot go on without weights that are gone."""

@@ -20,6 +20,7 @@ from transformers import TrainerCallback
 
 from kernelzero.roles.proposer import proposer_messages
 from kernelzero.study.config import StudyConfig
+from kernelzero.study.weights import weights_digest
 from kernelzero.tasks import Task
 from kernelzero.trainers.coder import coder_prompt
 from kernelzero.trainers.config import SFTPhaseConfig
@@ -89,9 +90,11 @@ def split(pairs: list[SolutionPair], fraction: float, seed: int) -> tuple[list[S
 
 
 def sft_role(role: str, corpus: Path, init: Path, out: Path, config: StudyConfig, seed: int,
-             say: Callable[[str], None]) -> None:  # fmt: skip
+             say: Callable[[str], None], before: str | None = None) -> dict:  # fmt: skip
     """Cold-start one role from its initial weights into `out/final` (the best checkpoint by validation loss) and
-    record the run in `out/done.json`."""
+    record the run in `out/done.json` (returned), with its weights' digest; `before`: the digest an earlier training
+    of the same role recorded (its weights gone, `study.weights`), and the record says whether this one reproduced
+    it."""
     train, val = split(role_pairs(role, corpus), config.val_fraction, seed)
     out.mkdir(parents=True, exist_ok=True)
     rows = [{"task_name": p.task.name, "task_source": p.task.source, "apis": list(p.task.apis), "split": s}
@@ -114,10 +117,13 @@ def sft_role(role: str, corpus: Path, init: Path, out: Path, config: StudyConfig
     reason = f"plateau at step {stop.stopped_at}" if stop.stopped_at is not None else "max steps"
     record = {"role": role, "train": len(train), "val": len(val), "steps": result.global_step, "stopped": reason,
               "best_eval_loss": stop.best if stop.history else None, "evals": stop.history,
-              "final": str(result.final_model_dir)}  # fmt: skip
+              "final": str(result.final_model_dir), "weights": weights_digest(result.final_model_dir)}  # fmt: skip
+    if before is not None:  # trained again: did the same data, seed and settings give the same weights?
+        record["reproduced"] = before == record["weights"]
     say(f"  sft {role}: {len(train)} train / {len(val)} val examples, {result.global_step} steps, stopped by "
         f"{reason}, best validation loss {record['best_eval_loss']}")  # fmt: skip
     (out / "done.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return record
 
 
 def _cuda() -> bool:
