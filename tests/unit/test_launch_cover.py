@@ -72,7 +72,8 @@ def test_each_timed_call_is_queued_behind_the_cover(cover):
         device.queue.append(("call", None))
         return x
 
-    cfg = {"warmup": 3, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "flush_l2": False, "launch_cover": cover}
+    cfg = {"warmup": 3, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "flush_l2": False, "launch_cover": cover,
+           "placements": 1}
     stats = time_model(fake_torch, device, model, [[torch.ones(4)]], cfg)
     kinds = [kind for kind, _ in device.queue]
     timed = kinds[kinds.index("call", 3) :]  # after the 3 warm-up calls: the estimate, the 20 timed, the wall ones
@@ -106,7 +107,7 @@ def test_the_cover_audit_counts_calls_the_host_outran_and_a_short_cover_is_retim
         device.queue.append(("call", None))
         return x
 
-    cfg = {"warmup": 3, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "flush_l2": False}
+    cfg = {"warmup": 3, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "flush_l2": False, "placements": 1}
     stats = time_model(fake_torch, device, model, [[torch.ones(4)]], cfg)
     audit = stats["cover_audit"]
     assert (audit["cover_min_us"], audit["uncovered"], audit["retimed"], stats["cover_us"]) == (

@@ -17,6 +17,14 @@ Each cover is audited (an event before it gives its GPU length, set against the 
 call's return): where the host may have outrun more than 1 in 20 covers, as when builds load the CPU after the
 cover was sized on a quiet one, the calls are timed once more behind a cover of twice the host's slowest. The audit
 comes back with the figures (`cover_audit`).
+
+Where a small kernel's inputs lie in memory moves its time: on an H200 the same eager `(x - y).abs()` over the same
+64 x 256 inputs, copied to other offsets in one process, took 5.9 or 6.9 us (two modes), while repeats at one place
+agreed within 0.5%; a fresh process, whose allocator places the inputs elsewhere, draws one mode or the other. So
+small inputs (`place_max_bytes`, all input sets together) are timed from `placements` copies laid out at fixed
+phases of a 2 MB page, the calls rotating over them, and the reported median is the mean of the copies' medians:
+the candidate and its reference, in different processes, are timed over the same virtual layouts, and what depends
+on physical pages averages over eight draws instead of one.
 """
 
 from __future__ import annotations
@@ -36,6 +44,53 @@ class TimingConfig:
     launch_cover: bool = True  # a sleep kernel before each call's start event, outlasting the host's enqueue
     cover_min_us: float = 20.0
     cover_max_us: float = 2000.0
+    placements: int = 8  # copies of small inputs, at fixed phases of a 2 MB page, the timed calls rotate over
+    place_max_bytes: int = 16 * 2**20  # inputs larger than this (all sets together) are timed where they lie
+    calls_per_placement: int = 5  # at least this many timed calls per copy
+
+
+PAGE = 2 * 2**20  # a GPU's large page; placements differ by their phase within one
+ALIGN = 512  # each placed tensor starts on this boundary, as the caching allocator's do (Triton's 16-byte rule holds)
+
+
+def _up(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+def placed_sets(bound, input_sets: list[list], count: int, max_bytes: int) -> list[list[list]] | None:
+    """`count` copies of `input_sets`, each copy's tensors laid out back to back (ALIGN-aligned) from a fixed phase of
+    a PAGE-sized page of one new block: copy p starts p/count of a page past a page boundary, so where the copies lie
+    does not depend on what the process allocated before. None where placing does not apply: fewer than two copies,
+    no tensor, a tensor that is not contiguous or needs grad, tensors on two devices, or more than `max_bytes`."""
+    if count < 2:
+        return None
+    tensors = [x for args in input_sets for x in args if isinstance(x, bound.tensor_type)]
+    if not tensors or len({x.device for x in tensors}) > 1:
+        return None
+    if any(x.requires_grad or not x.is_contiguous() for x in tensors):
+        return None
+    span = sum(_up(x.numel() * x.element_size(), ALIGN) for x in tensors)
+    if span > max_bytes:
+        return None
+    stride = _up(span, PAGE) + PAGE  # each copy in pages of its own
+    arena = bound.empty_bytes(count * stride + PAGE, tensors[0].device)
+    base = -arena.data_ptr() % PAGE  # the arena's first page boundary
+    copies = []
+    for p in range(count):
+        offset, sets = base + p * stride + _up(p * PAGE // count, ALIGN), []
+        for args in input_sets:
+            placed = []
+            for x in args:
+                if isinstance(x, bound.tensor_type):
+                    size = x.numel() * x.element_size()
+                    view = arena[offset : offset + size].view(x.dtype).view(x.shape)
+                    bound.copy(view, x)
+                    offset += _up(size, ALIGN)
+                    x = view
+                placed.append(x)
+            sets.append(placed)
+        copies.append(sets)
+    return copies
 
 
 def launch_cover_cycles(bound, enqueue_s: list[float], cfg: TimingConfig) -> tuple[int, float]:
@@ -68,12 +123,13 @@ def summarize(times_ms: list[float]) -> dict:
     return {"median_ms": statistics.median(ordered), "iqr_ms": iqr, "min_ms": ordered[0], "n": len(ordered)}
 
 
-def _timed_calls(bound, model, input_sets, n, flush, unpin, cover, checked, capture):
-    """The timed loop of `time_model`: per call the flush, the cover and the call between its events. Returns the
-    event times (ms), each cover's GPU length (us), the host's time from each cover's launch to the call's return
-    (s), and the captured outputs. An event before each cover gives its GPU length: a call whose host time exceeds
-    it may have been reached by the GPU before the host finished enqueuing it (its events then hold host gaps)."""
-    k = len(input_sets)
+def _timed_calls(bound, model, copies, n, flush, unpin, cover, checked, capture):
+    """The timed loop of `time_model`: per call the flush, the cover and the call between its events; call i uses
+    input set i % k of copy (i // k) % len(copies). Returns the event times (ms), each cover's GPU length (us), the
+    host's time from each cover's launch to the call's return (s), and the captured outputs. An event before each
+    cover gives its GPU length: a call whose host time exceeds it may have been reached by the GPU before the host
+    finished enqueuing it (its events then hold host gaps)."""
+    k = len(copies[0])
     starts = [bound.event(enable_timing=True) for _ in range(n)]
     ends = [bound.event(enable_timing=True) for _ in range(n)]
     marks = [bound.event(enable_timing=True) for _ in range(n)] if cover is not None else []
@@ -88,7 +144,7 @@ def _timed_calls(bound, model, input_sets, n, flush, unpin, cover, checked, capt
             t0 = bound.perf_counter()
             bound.sleep(cover[0])
         starts[i].record()
-        out = model(*input_sets[i % k])
+        out = model(*copies[(i // k) % len(copies)][i % k])
         ends[i].record()
         if cover is not None:
             host_s.append(bound.perf_counter() - t0)
@@ -172,6 +228,10 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         bound.synchronize()
         est_ms = max(bound.elapsed(start, end), 1e-3)
         n = int(min(cfg.max_calls, max(cfg.min_calls, cfg.budget_s * 1e3 / est_ms)))
+        placed = placed_sets(bound, input_sets, cfg.placements, cfg.place_max_bytes) if on_gpu else None
+        copies = placed or [input_sets]
+        if placed:  # every copy's median from calls enough
+            n = max(n, cfg.calls_per_placement * len(copies) * len(input_sets))
         # Events: calls back to back, each behind an L2 flush and the cover. A call the host may have outrun (the
         # audit) in more than 1 in 20 has its cover doubled (at least twice the host's slowest) and the calls timed
         # once more: a cover sized while the host was quiet can fall short once builds load the CPU.
@@ -180,7 +240,7 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         checked = {j: j + k * bound.randbelow(max(1, (n - 1 - j) // k + 1)) for j in range(min(k, n))}
         retimed = False
         while True:
-            event_ms, cover_us, host_s, captured = _timed_calls(bound, model, input_sets, n, flush, unpin, cover,
+            event_ms, cover_us, host_s, captured = _timed_calls(bound, model, copies, n, flush, unpin, cover,
                                                                 checked, capture)  # fmt: skip
             audit = _cover_audit(cover_us, host_s) if cover is not None else None
             if audit is None or audit["uncovered"] * 20 <= n or cover[1] >= cfg.cover_max_us or retimed:
@@ -202,10 +262,16 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
             bound.synchronize()
             wall_ms.append((bound.perf_counter() - t0) * 1e3)
             span_ms.append(bound.elapsed(a, b))
-    result = {"events": summarize(event_ms), "wall": summarize(wall_ms), "span": summarize(span_ms),
+    events = summarize(event_ms)
+    if placed:  # the mean of the copies' medians: a typical layout's time, not whichever one the process drew
+        per_copy = [statistics.median(event_ms[i] for i in range(n) if (i // k) % len(copies) == p)
+                    for p in range(len(copies))]  # fmt: skip
+        events["median_ms"] = statistics.fmean(per_copy)
+    result = {"events": events, "wall": summarize(wall_ms), "span": summarize(span_ms),
               "config": asdict(cfg),
               "cover_us": round(cover[1], 1) if cover is not None else None,
-              "cover_audit": audit and {**audit, "retimed": retimed}}  # fmt: skip
+              "cover_audit": audit and {**audit, "retimed": retimed},
+              "placements": [round(m, 6) for m in per_copy] if placed else None}  # fmt: skip
     if capture is not None:
         result["captured"] = [captured[j] for j in sorted(captured)]
     return result

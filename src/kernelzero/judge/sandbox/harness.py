@@ -133,7 +133,9 @@ class Bound:
         self._exports = None  # devmem.Exports, made when the job opens a device channel
         self._device_socket = None  # where their descriptors go (`open_device_channel`)
         self._send_fds, self._socket, self._close = socket.send_fds, socket.socket, os.close
-        self.clone = torch.Tensor.clone
+        self.clone, self.copy = torch.Tensor.clone, torch.Tensor.copy_
+        # A new uint8 block of `n` bytes on `device` (timing's placed copies of small inputs)
+        self.empty_bytes = lambda n, device: self._empty(n, dtype=self._uint8, device=device)
         self.equal = torch.equal
         self.tensor_type = torch.Tensor
         # Looked up on the class, never on the output: a method set on a returned tensor instance (`y.detach = ...`)

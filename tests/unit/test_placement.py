@@ -1,0 +1,98 @@
+"""Placed copies of small inputs (`timing.placed_sets`): where a small kernel's inputs lie moves its time, so the
+candidate and its reference are timed over the same fixed layouts, and the reported median is the mean of the
+copies' medians (run here on CPU tensors, through the worker's real `Bound`; the timing itself through a stand-in
+clock that reads which copy each call used)."""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from kernelzero.judge.sandbox.harness import Bound
+from kernelzero.judge.timing import ALIGN, PAGE, placed_sets, time_model
+
+
+def _sets():
+    g = torch.Generator().manual_seed(0)
+    return [[torch.randn(64, 256, generator=g), torch.randint(0, 9, (7,), generator=g), 0.5, torch.ones(3) > 0]
+            for _ in range(3)]  # fmt: skip
+
+
+def test_each_copy_holds_the_same_inputs_at_its_own_phase_of_a_page():
+    sets, count = _sets(), 8
+    copies = placed_sets(Bound(torch), sets, count, 16 * 2**20)
+    assert len(copies) == count
+    pages = []
+    for p, copy in enumerate(copies):
+        assert copy[0][0].data_ptr() % PAGE == -(-p * PAGE // count // ALIGN) * ALIGN  # p/8 of a page in
+        ptrs = []
+        for placed, original in zip(copy, sets):
+            assert placed[2] == 0.5  # not a tensor: passed as it is
+            for x, y in ((x, y) for x, y in zip(placed, original) if isinstance(y, torch.Tensor)):
+                assert x.dtype == y.dtype and x.shape == y.shape and torch.equal(x, y)
+                assert x.data_ptr() % ALIGN == 0 and x.data_ptr() != y.data_ptr()
+                ptrs.append((x.data_ptr(), x.data_ptr() + x.numel() * x.element_size()))
+        assert all(a[1] <= b[0] for a, b in zip(ptrs, ptrs[1:]))  # back to back, none overlapping
+        pages.append({a // PAGE for a, _ in ptrs} | {(b - 1) // PAGE for _, b in ptrs})
+    assert all(not (a & b) for i, a in enumerate(pages) for b in pages[i + 1 :])  # no two copies share a page
+
+
+@pytest.mark.parametrize("case", ["one copy", "too big", "strided", "grad", "no tensor"])
+def test_inputs_that_are_not_placed(case):
+    x = torch.ones(64, 64)
+    sets, count, limit = [[x]], 8, 2**20
+    if case == "one copy":
+        count = 1
+    elif case == "too big":
+        limit = x.numel() * 4 - 1
+    elif case == "strided":
+        sets = [[x.t()]]
+    elif case == "grad":
+        sets = [[x.requires_grad_()]]
+    else:
+        sets = [[3]]
+    assert placed_sets(Bound(torch), sets, count, limit) is None
+
+
+class _Clock(Bound):
+    """The real `Bound` on CPU with a stand-in clock: a call's time is 1 ms plus 0.1 ms per copy index of its first
+    input (which copy it is is read from the input's address)."""
+
+    def __init__(self):
+        super().__init__(torch)
+        self.copy_of = lambda ptr: None  # a first input's address -> its copy's index
+        self.calls: list[int] = []
+        clock = self
+
+        class _Event:
+            def record(self):
+                self.call = len(clock.calls)
+
+        self.event = lambda enable_timing=True: _Event()
+        self.elapsed = lambda start, end: 1.0 + 0.1 * (self.copy_of(self.calls[end.call - 1]) or 0)
+
+
+def test_calls_rotate_over_the_copies_and_the_median_is_the_mean_of_theirs():
+    clock, sets = _Clock(), _sets()
+    original = clock.empty_bytes
+
+    def empty_bytes(n, device):  # each copy lies in its own stride of the block: learn the block
+        arena = original(n, device)
+        first, stride = arena.data_ptr() + (-arena.data_ptr() % PAGE), (n - PAGE) // 8
+        clock.copy_of = lambda ptr: (ptr - first) // stride if ptr >= first else None
+        return arena
+
+    clock.empty_bytes = empty_bytes
+
+    def model(x, *rest):
+        clock.calls.append(x.data_ptr())
+        return x
+
+    fake_torch = SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True), no_grad=torch.no_grad)
+    cfg = {"warmup": 2, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "flush_l2": False, "launch_cover": False}
+    stats = time_model(fake_torch, clock, model, sets, cfg)
+    timed = clock.calls[3 : 3 + 120]  # after warm-up and estimate: 5 calls x 8 copies x 3 sets
+    assert stats["events"]["n"] == 120
+    assert [clock.copy_of(p) for p in timed] == [i // 3 % 8 for i in range(120)]  # copy by copy, every set
+    assert stats["placements"] == pytest.approx([1.0 + 0.1 * p for p in range(8)])
+    assert stats["events"]["median_ms"] == pytest.approx(1.35)  # not the pooled median (1.3 or 1.4)
