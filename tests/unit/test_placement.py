@@ -1,14 +1,15 @@
-"""Placed copies of small inputs (`timing.placed_sets`): where a small kernel's inputs lie moves its time, so the
-candidate and its reference are timed over the same fixed layouts, and the reported median is the mean of the
-copies' medians (run here on CPU tensors, through the worker's real `Bound`; the timing itself through a stand-in
-clock that reads which copy each call used)."""
+"""How the worker times and watches a forward. Placed copies of small inputs (`timing.placed_sets`): where a
+small kernel's inputs lie moves its time, so the candidate and its reference are timed over the same fixed layouts,
+and the reported median is the mean of the copies' medians (run here on CPU tensors, through the worker's real
+`Bound`; the timing itself through a stand-in clock that reads which copy each call used). And the announcements
+around a forward's wait for the GPU that the judge's hang watch runs on."""
 
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-from kernelzero.judge.sandbox.harness import Bound
+from kernelzero.judge.sandbox.harness import Bound, checked_forward
 from kernelzero.judge.timing import ALIGN, PAGE, placed_sets, time_model
 
 
@@ -96,3 +97,19 @@ def test_calls_rotate_over_the_copies_and_the_median_is_the_mean_of_theirs():
     assert [clock.copy_of(p) for p in timed] == [i // 3 % 8 for i in range(120)]  # copy by copy, every set
     assert stats["placements"] == pytest.approx([1.0 + 0.1 * p for p in range(8)])
     assert stats["events"]["median_ms"] == pytest.approx(1.35)  # not the pooled median (1.3 or 1.4)
+
+
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+def test_a_checked_forward_announces_its_wait_for_the_gpu(device):
+    """The judge's hang watch runs between the two announcements: after the host enqueued the forward, around the
+    synchronize (on a GPU only; here the real `Bound` on CPU with a recording synchronize)."""
+    bound, log = Bound(torch), []
+    bound.gpu_wait = lambda waiting: log.append(("wait", waiting))
+    bound.synchronize = lambda: log.append("sync")
+
+    def model(x):
+        log.append("forward")
+        return x * 2
+
+    checked_forward(torch, bound, model, [torch.ones(3)], device)
+    assert log == (["forward", ("wait", True), "sync", ("wait", False)] if device == "cuda" else ["forward"])

@@ -50,6 +50,13 @@ class JudgeOptions:
     nowhere, a keyword a `tl` function does not take: `judge/triton_front.py`), answered before any worker starts."""
     run_timeout_s: float = 120.0
     """Wall-clock budget for the correctness trials and, separately, for timing."""
+    hang_after_s: float = 5.0
+    """A candidate's forward whose GPU work is unfinished this long after the host enqueued it (or 1,000 times the
+    reference's timed call, if longer) is a hang: the worker is killed and the verdict is `timeout` at once, not after
+    `run_timeout_s`. A kernel that never ends keeps its GPU from timing anything else, and the trials queue behind
+    the waiting timing: on the H200 each of a batch's hangs stalled every verdict for the whole run timeout. Host
+    work (Triton's JIT, a build) does not count; a forward that synchronizes inside itself is bounded by
+    `run_timeout_s` alone. 0: off."""
     library_ops: str = "reject"
     """Policy on library calls of the task's main compute op (guard `no_custom_kernel`). `reject`: forward must not
     call the reference's main aten op(s) (its GEMMs/convolutions, or else every non-trivial op) on the full problem.

@@ -134,6 +134,8 @@ class Bound:
         self._device_socket = None  # where their descriptors go (`open_device_channel`)
         self._send_fds, self._socket, self._close = socket.send_fds, socket.socket, os.close
         self.clone, self.copy = torch.Tensor.clone, torch.Tensor.copy_
+        self.gpu_wait = lambda waiting: None  # told around each forward's wait for the GPU (the candidate job's hang
+        # watch sets it: `judge_jobs.job_candidate`)
         # A new uint8 block of `n` bytes on `device` (timing's placed copies of small inputs)
         self.empty_bytes = lambda n, device: self._empty(n, dtype=self._uint8, device=device)
         self.equal = torch.equal
@@ -270,8 +272,10 @@ def checked_forward(torch, bound: Bound, model, inputs: list, device: str, recor
                 out = model(*inputs)
         else:
             out = model(*inputs)
-    if device == "cuda":
+    if device == "cuda":  # the host has enqueued the forward: what is left is the GPU's (the judge's hang watch)
+        bound.gpu_wait(True)
         bound.synchronize()
+        bound.gpu_wait(False)
     structure, items = flatten_outputs(torch, out)
     for t in items:
         if type(t) is not bound.tensor_type:

@@ -49,6 +49,7 @@ from kernelzero.judge.sandbox.messages import (
     CandidateBuilt,
     CandidateOutputs,
     CandidateTiming,
+    GpuWait,
     ReferenceOutputs,
     ReferenceSized,
     ReferenceTiming,
@@ -228,6 +229,8 @@ def save_captured(torch, bound: Bound, captured: list) -> None:
 
 def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
     device = job["device"]
+    if device == "cuda":  # the judge's hang watch: each checked forward's wait for the GPU, start and end
+        bound.gpu_wait = lambda waiting: chan.send(wire(GpuWait(waiting=waiting)))
     task_mod = load_module(job["task_path"], "kz_task")
     init_inputs = list(task_mod.get_init_inputs())
     reference = build_model(torch, task_mod.Model, init_inputs, job["init_seed"], device)

@@ -158,6 +158,15 @@ class CandidateOutputs:
 
 
 @dataclass(frozen=True)
+class GpuWait:
+    """The worker starts (`waiting`) or ends its wait for the GPU to finish a forward the host has enqueued: the
+    judge's hang watch (`JudgeOptions.hang_after_s`) runs in between."""
+
+    event: ClassVar[str] = "gpu_wait"
+    waiting: bool
+
+
+@dataclass(frozen=True)
 class CandidateTiming:
     """The candidate's times; its timed outputs are still on the device until `save_timed`."""
 
@@ -229,7 +238,7 @@ class ValidateOutputs:
 Message = (
     Started | Done | Failed | GuardHit
     | ReferenceSized | ReferenceOutputs | TimingReady | ReferenceTiming
-    | CandidateBuilt | CandidateOutputs | CandidateTiming | TimedSaved
+    | CandidateBuilt | GpuWait | CandidateOutputs | CandidateTiming | TimedSaved
     | Prebuilt | Unbuilt | Probed
     | Sized | ValidateOutputs
 )  # fmt: skip
@@ -242,7 +251,7 @@ def _table(*kinds: type) -> dict[str, type]:
 # What each job kind's worker may send (an event means one message type within a job).
 PROTOCOL: dict[str, dict[str, type]] = {
     "reference": _table(ReferenceSized, ReferenceOutputs, TimingReady, ReferenceTiming),
-    "candidate": _table(CandidateBuilt, CandidateOutputs, CandidateTiming, TimedSaved),
+    "candidate": _table(CandidateBuilt, GpuWait, CandidateOutputs, CandidateTiming, TimedSaved),
     "build": _table(Prebuilt, Unbuilt),
     "probe_headers": _table(Probed),
     "validate": _table(Sized, ValidateOutputs),
