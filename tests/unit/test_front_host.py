@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernelzero.judge.build.farm import BuildFarm
-from kernelzero.judge.build.front import FrontCheck, conclude_host, read_call
+from kernelzero.judge.build.front import FrontCheck, FrontResult, conclude_host, read_call
 
 HOST_TU = """#include <torch/extension.h>
 torch::Tensor sigmoid_cuda(torch::Tensor x, torch::Tensor y);
@@ -89,9 +89,35 @@ def test_the_host_tu_is_checked_only_with_the_farms_precompiled_header(tmp_path,
     a = read_call(next(c for c in mix("cuda") if c.kind == "ok").source)
     assert FrontCheck(host_pch=lambda flags: None)._host_job(a) is None  # not built yet: the build decides
     farm = BuildFarm(str(tmp_path), workers=1, pch=False)
-    assert farm._host_pch(["-O3"]) is None
+    monkeypatch.setattr(FrontCheck, "check", lambda self, source: FrontResult("passed"))
+    farm._front_check("")  # makes the farm's checker, which reads the farm's headers
+    assert farm._front.host_pch(["-O3"]) is None
     farm._pch_dirs['["-O3"]'] = str(tmp_path / "pch")
-    tu, cmd = FrontCheck(host_pch=farm._host_pch)._host_job(a)
+    tu, cmd = farm._front._host_job(a)
     assert tu.startswith("#include <torch/extension.h>") and "kz_launch_relu_kernel(" in tu
     assert f"-I{tmp_path / 'pch'}" in cmd and cmd[-2:] == ["-fsyntax-only", "host.cpp"]
+    farm.close()
+
+
+@pytest.mark.parametrize("first", ["passed", "unsure", "compile_error"])
+def test_a_check_made_before_the_precompiled_header_is_made_again_once_it_is_ready(tmp_path, monkeypatch, first):
+    """A front check begun while torch/extension.h was still being precompiled could not check the host TU: unless it
+    already found a compile error, it is made again once the header is ready, and that result stands."""
+    farm = BuildFarm(str(tmp_path), workers=1, pch=True)
+    monkeypatch.setattr(farm, "start_pch", lambda: None)  # the header "being built": ready when the test says
+    seen = []
+
+    def check(self, source):
+        seen.append(farm.pch_ready.is_set())
+        if not farm.pch_ready.is_set():
+            farm.pch_ready.set()  # it becomes ready during the first check
+            return FrontResult(first)
+        return FrontResult("compile_error", feedback="host.cpp: error")
+
+    monkeypatch.setattr(FrontCheck, "check", check)
+    result = farm._front_check("source")
+    assert seen == ([False] if first == "compile_error" else [False, True])
+    assert result.status == "compile_error"
+    assert farm._front_check("source").status == "compile_error" and seen[-1] is True  # ready: checked once
+    assert len(seen) == (2 if first == "compile_error" else 3)
     farm.close()

@@ -388,10 +388,7 @@ class BuildFarm:
             if hit is not None:
                 hit.seconds = time.monotonic() - t0
                 return hit
-            checked = None
-            if front and self.front:  # before a build slot: a certain compile error never waits behind builds
-                with self._front_slots:
-                    checked = self._front_check(source)
+            checked = self._front_check(source) if front and self.front else None
             if checked is not None and checked.status == "compile_error":
                 result = self._promote(self.root / ".none", key, "compile_error", checked.feedback)
             else:
@@ -437,21 +434,24 @@ class BuildFarm:
             sb.cleanup()
 
     def _front_check(self, source: str) -> FrontResult:
+        """The front check on a slot of its own, before a build slot. One begun before the precompiled headers were
+        ready left the host TU unchecked: made again once they are, off the slot meanwhile (on the H200 such host-code
+        errors went to full builds, answered after 115-146 s in a cold or restarted judge)."""
         self.start_pch()  # the host TU's check needs torch/extension.h precompiled: started by the first check
         with self._lock:  # one checker (it keeps what it learnt of the headers), made by one thread (imports torch)
             if self._front is None:
                 self._front = FrontCheck(self.arch, min(self.timeout_s, 120.0), self.memory_limit_gb, self._env(0),
-                                         host_pch=self._host_pch)  # fmt: skip
+                                         host_pch=lambda cflags: self._pch_dirs.get(json.dumps(cflags)))  # fmt: skip
             front = self._front
-        result = front.check(source)
+        for _ in range(2):
+            early = not self.pch_ready.is_set()
+            with self._front_slots:
+                result = front.check(source)
+            if not (early and result.status in ("passed", "unsure") and self.pch_ready.wait(self.pch_wait_s)):
+                break
         with self._lock:
             self.front_outcomes[result.status] += 1
         return result
-
-    def _host_pch(self, cflags: list[str]) -> str | None:
-        """The precompiled torch/extension.h for host flags `cflags`, once built (the front check's host TU)."""
-        with self._lock:
-            return self._pch_dirs.get(json.dumps(cflags))
 
     def _exchange(self, sb: Sandbox) -> Message | None:
         """Start `sb`'s job and wait for its answer, the first message other than `started` and `done`; the worker
