@@ -50,7 +50,7 @@ import torch.utils.cpp_extension as cpp  # noqa: E402
 from throughput_cases.mix import mix  # noqa: E402
 
 from kernelzero.judge.build.farm import BUILD_NICE  # noqa: E402
-from kernelzero.judge.build.front import FrontCheck, nvcc_command, plan, read_call  # noqa: E402
+from kernelzero.judge.build.front import HOST_CUT, FrontCheck, nvcc_command, plan, read_call  # noqa: E402
 from kernelzero.judge.build.headers import build_pch, host_compile  # noqa: E402
 
 
@@ -90,6 +90,9 @@ def main() -> int:
     ap.add_argument("--exact", action="store_true", help="preprocess each candidate's .cu (no header facts kept)")
     ap.add_argument("--host", action="store_true",
                     help="check the host TUs too, against a torch/extension.h precompiled here first, as the farm does")
+    ap.add_argument("--host-cap", type=float, default=0.0,
+                    help="the farm's two passes: the host check cut at this many seconds first, the full one only for "
+                         "a candidate whose check was cut (figures per pass)")
     ap.add_argument("--load", type=int, default=0,
                     help="then check the compile errors again under N busy processes, at niceness 0 and at the farm's "
                          "build niceness: how much a batch's builds slow the answer, and what running them niced saves")
@@ -108,9 +111,10 @@ def main() -> int:
     cases = mix("cuda")
     rows = []
     for c in cases:
-        r = check.check(c.source)
+        quick = check.check(c.source, args.host_cap) if args.host_cap else None
+        r = check.check(c.source) if quick is None or quick.why == HOST_CUT else quick
         rows.append({"name": c.name, "kind": c.kind, "flaw": c.flaw, "status": r.status, "seconds": r.seconds,
-                     "why": r.why})  # fmt: skip
+                     "why": r.why, **({"quick": quick.status, "quick_seconds": quick.seconds} if quick else {})})
         print(f"{c.name:28s} {c.flaw or '-':24s} {r.status:13s} {r.seconds:6.2f} s {r.why}", flush=True)
     errors = [r for r in rows if r["kind"] == "compile"]
     buildable = [r for r in rows if r["kind"] != "compile"]
@@ -125,6 +129,11 @@ def main() -> int:
         "check_median_s_buildable": med([r["seconds"] for r in buildable]),
         "false_compile_errors": false, "buildable": len(buildable),
     }  # fmt: skip
+    if args.host_cap:  # what the quick pass alone concluded, and what it cost
+        figures["quick_pass"] = {"concluded": sum(r["quick"] == "compile_error" for r in errors),
+                                 "median_s_compile_errors": med([r["quick_seconds"] for r in errors]),
+                                 "median_s_buildable": med([r["quick_seconds"] for r in buildable]),
+                                 "cut": sum(r["quick"] == "unsure" for r in rows)}  # fmt: skip
     if args.full:
         sample = [c for pair in zip([c for c in cases if c.kind == "compile"], [c for c in cases if c.kind == "ok"])
                   for c in pair][: args.full]  # fmt: skip

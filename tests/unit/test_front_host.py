@@ -5,12 +5,22 @@ against torch/extension.h as the check compiles them; the compile itself runs on
 """
 
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from kernelzero.judge.build.farm import BuildFarm
-from kernelzero.judge.build.front import FrontCheck, FrontResult, conclude_host, read_call
+from kernelzero.judge.build.front import (
+    HOST_CUT,
+    FrontCheck,
+    FrontResult,
+    PrioritySlots,
+    check_in_passes,
+    conclude_host,
+    read_call,
+)
 
 HOST_TU = """#include <torch/extension.h>
 torch::Tensor sigmoid_cuda(torch::Tensor x, torch::Tensor y);
@@ -89,7 +99,7 @@ def test_the_host_tu_is_checked_only_with_the_farms_precompiled_header(tmp_path,
     a = read_call(next(c for c in mix("cuda") if c.kind == "ok").source)
     assert FrontCheck(host_pch=lambda flags: None)._host_job(a) is None  # not built yet: the build decides
     farm = BuildFarm(str(tmp_path), workers=1, pch=False)
-    monkeypatch.setattr(FrontCheck, "check", lambda self, source: FrontResult("passed"))
+    monkeypatch.setattr(FrontCheck, "check", lambda self, source, host_cap_s=None: FrontResult("passed"))
     farm._front_check("")  # makes the farm's checker, which reads the farm's headers
     assert farm._front.host_pch(["-O3"]) is None
     farm._pch_dirs['["-O3"]'] = str(tmp_path / "pch")
@@ -107,7 +117,7 @@ def test_a_check_made_before_the_precompiled_header_is_made_again_once_it_is_rea
     monkeypatch.setattr(farm, "start_pch", lambda: None)  # the header "being built": ready when the test says
     seen = []
 
-    def check(self, source):
+    def check(self, source, host_cap_s=None):
         seen.append(farm.pch_ready.is_set())
         if not farm.pch_ready.is_set():
             farm.pch_ready.set()  # it becomes ready during the first check
@@ -121,3 +131,74 @@ def test_a_check_made_before_the_precompiled_header_is_made_again_once_it_is_rea
     assert farm._front_check("source").status == "compile_error" and seen[-1] is True  # ready: checked once
     assert len(seen) == (2 if first == "compile_error" else 3)
     farm.close()
+
+
+def _mix_source(kind: str) -> str:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from throughput_cases.mix import mix
+
+    return next(c for c in mix("cuda") if c.kind == kind).source
+
+
+@pytest.mark.parametrize(("host_rc", "device_rc", "status", "why"),
+                         [(137, 0, "unsure", HOST_CUT), (0, 0, "passed", ""), (137, 1, "unsure", "device")])
+def test_a_host_check_cut_short_is_unsure_where_the_device_tu_passed(tmp_path, monkeypatch, host_rc, device_rc, status,
+                                                                     why):  # fmt: skip
+    """The quick pass cuts the host TU's g++ (`timeout -s KILL`, exit 137): unsure, so that the farm checks it again
+    in full; a device TU that failed decides as before (here an error it is not certain of)."""
+    import torch.utils.cpp_extension as cpp
+
+    monkeypatch.setattr(cpp, "CUDA_HOME", str(tmp_path / "cuda"))
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
+    runs = []
+
+    def run(self, nvcc, flags, device_tu, preprocess, macros, host=None):
+        runs.append(host[1])
+        log = "device.cu(3): error: expected a \";\"" if device_rc else ""
+        return device_rc, log, None, (host_rc, "")
+
+    monkeypatch.setattr(FrontCheck, "_run", run)
+    front = FrontCheck(host_pch=lambda flags: str(tmp_path / "pch"), max_headers=0)
+    result = front.check(_mix_source("ok"), host_cap_s=1.0)
+    assert runs[0][:4] == ["timeout", "-s", "KILL", "1"] and runs[0][-1] == "host.cpp"
+    assert result.status == status and (result.why == why if why != "device" else result.why != HOST_CUT)
+
+
+def test_quick_passes_go_before_full_ones_and_a_cut_check_is_made_again_in_full():
+    """Rank-0 waiters (every candidate's quick pass) take a free slot before any rank-1 waiter (a full host check)."""
+    slots, order, gate = PrioritySlots(1), [], threading.Event()
+
+    def hold():
+        with slots.slot(0):
+            gate.wait()
+
+    def take(rank, name):
+        with slots.slot(rank):
+            order.append(name)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    full = threading.Thread(target=take, args=(1, "full"))
+    full.start()
+    time.sleep(0.1)  # the full pass is waiting first
+    quick = [threading.Thread(target=take, args=(0, f"quick{i}")) for i in range(2)]
+    for t in quick:
+        t.start()
+    while slots._waiting[0] < 2:
+        time.sleep(0.01)
+    gate.set()
+    for t in [holder, full, *quick]:
+        t.join()
+    assert order[-1] == "full" and sorted(order[:2]) == ["quick0", "quick1"]
+
+    calls = []
+
+    class Front:
+        def check(self, source, host_cap_s=None):
+            calls.append(host_cap_s)
+            return FrontResult("unsure", why=HOST_CUT) if host_cap_s else FrontResult("passed")
+
+    ready = threading.Event()
+    ready.set()
+    result = check_in_passes(Front(), "src", PrioritySlots(2), ready, 1.0, 1.5)
+    assert calls == [1.5, None] and result.status == "passed"
