@@ -196,9 +196,10 @@ def test_quick_passes_go_before_full_ones_and_a_cut_check_is_made_again_in_full(
     class Front:
         def check(self, source, host_cap_s=None):
             calls.append(host_cap_s)
-            return FrontResult("unsure", why=HOST_CUT) if host_cap_s else FrontResult("passed")
+            return FrontResult("unsure", why=HOST_CUT, seconds=0.25) if host_cap_s else FrontResult("passed", seconds=0.5)
 
     ready = threading.Event()
     ready.set()
     result = check_in_passes(Front(), "src", PrioritySlots(2), ready, 1.0, 1.5)
     assert calls == [1.5, None] and result.status == "passed"
+    assert result.seconds == 0.75 and 0 <= result.waited < 0.5  # both passes' seconds; the rest was waiting

@@ -80,6 +80,7 @@ class FrontResult:
     feedback: str = ""
     why: str = ""
     seconds: float = 0.0
+    waited: float = 0.0  # `check_in_passes`: seconds waiting for a slot or the headers, besides `seconds`
 
 
 def read_call(source: str) -> dict | None:
@@ -555,14 +556,16 @@ def check_in_passes(front: FrontCheck, source: str, slots: PrioritySlots, header
     precompiled headers were ready left the host TU unchecked: it is made again once they are, waited for off the
     slot (on the H200 such host-code errors went to full builds, answered after 115-146 s in a cold or restarted
     judge)."""
-    rank = 0
+    rank, t0, busy = 0, time.monotonic(), 0.0
     for _ in range(3):
         early = not headers_ready.is_set()
         with slots.slot(rank):
             result = front.check(source, cap_s)
+        busy += result.seconds
         if early and result.status in ("passed", "unsure") and headers_ready.wait(wait_s):
             continue  # the host TU was not checked: again, now with the headers
         if result.why != HOST_CUT:
             break
         rank, cap_s = 1, None
+    result.seconds, result.waited = round(busy, 3), round(time.monotonic() - t0 - busy, 3)
     return result
