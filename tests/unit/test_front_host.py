@@ -202,4 +202,4 @@ def test_quick_passes_go_before_full_ones_and_a_cut_check_is_made_again_in_full(
     ready.set()
     result = check_in_passes(Front(), "src", PrioritySlots(2), ready, 1.0, 1.5)
     assert calls == [1.5, None] and result.status == "passed"
-    assert result.seconds == 0.75 and 0 <= result.waited < 0.5  # both passes' seconds; the rest was waiting
+    assert result.seconds == 0.75 and result.waited == 0.0  # both passes' seconds (here made up, so no wait left)

@@ -567,5 +567,5 @@ def check_in_passes(front: FrontCheck, source: str, slots: PrioritySlots, header
         if result.why != HOST_CUT:
             break
         rank, cap_s = 1, None
-    result.seconds, result.waited = round(busy, 3), round(time.monotonic() - t0 - busy, 3)
+    result.seconds, result.waited = round(busy, 3), round(max(0.0, time.monotonic() - t0 - busy), 3)
     return result
