@@ -196,7 +196,9 @@ def test_quick_passes_go_before_full_ones_and_a_cut_check_is_made_again_in_full(
     class Front:
         def check(self, source, host_cap_s=None):
             calls.append(host_cap_s)
-            return FrontResult("unsure", why=HOST_CUT, seconds=0.25) if host_cap_s else FrontResult("passed", seconds=0.5)
+            if host_cap_s:
+                return FrontResult("unsure", why=HOST_CUT, seconds=0.25)
+            return FrontResult("passed", seconds=0.5)
 
     ready = threading.Event()
     ready.set()

@@ -30,7 +30,7 @@ from kernelzero.judge.core import Judge, source_hash
 from kernelzero.judge.footprint import MemoryGate
 from kernelzero.judge.options import JudgeOptions
 from kernelzero.judge.sandbox.gpulock import SharedExclusiveLock
-from kernelzero.judge.sandbox.process import WarmSandboxes
+from kernelzero.judge.sandbox.process import WarmSandboxes, kill_workers
 from kernelzero.judge.verdict import Verdict
 from kernelzero.tasks import Task
 
@@ -294,9 +294,13 @@ class JudgePool:
             self._verdicts = OrderedDict((k, Verdict.from_dict(v)) for k, v in state.get("verdicts", {}).items())
             self.stats.update(state.get("stats", {}))
 
-    def close(self, wait: bool = True) -> None:
-        """Stop taking requests, drop queued ones (their futures are cancelled), let running ones finish."""
+    def close(self, wait: bool = True, kill: bool = False) -> None:
+        """Stop taking requests, drop queued ones (their futures are cancelled), let running ones finish; with `kill`
+        (Ctrl-C), kill their workers first, so that they finish at once, their verdicts unused: a study interrupted on
+        the H200 still waited over 30 s for its running judgings."""
         self._closed = True
+        if kill:
+            kill_workers()
         self._executor.shutdown(wait=wait, cancel_futures=True)
         for w in self._warm:
             w.close()

@@ -256,6 +256,11 @@ class CoEvolution:
             self.state.finished = True
             if self.is_main:
                 write_json_atomic(self.run_dir / STATE_FILE, self.state.to_dict())
+        except KeyboardInterrupt:  # the judge's workers killed: else the close below waits out their running jobs
+            if self._judge is not None:
+                self._judge.close(kill=True)
+                self._judge = None
+            raise
         finally:
             if self._judge is not None:
                 self._judge.close()

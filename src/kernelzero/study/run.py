@@ -83,9 +83,9 @@ class Study:
         of its reference work: 192 of 1,024 tasks judged in 9 minutes."""
         return JudgeOptions(device=self.config.device, trials=self.config.judge_trials, compile_baseline=False)
 
-    def close_judge(self) -> None:
+    def close_judge(self, kill: bool = False) -> None:
         if self._pool is not None:
-            self._pool.close()
+            self._pool.close(kill=kill)
             self._pool = None
 
     def stage(self, name: str, done: Path, work: Callable[[], object]) -> None:
@@ -123,6 +123,9 @@ class Study:
                 model = run_dir / "checkpoints" / f"round-{r - 1}" / "coder" / "final"
                 ev = self.arm_dir / f"eval-round-{r}"
                 self.stage(f"eval-round-{r}", ev / "summary.json", lambda model=model, ev=ev: self.evaluate(model, ev))
+        except KeyboardInterrupt:
+            self.close_judge(kill=True)  # else closing the pool waits out its running judgings
+            raise
         finally:
             self.close_judge()
         summary = write_study_report(self.out, smoke=self.config.smoke)
