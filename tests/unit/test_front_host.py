@@ -6,7 +6,6 @@ against torch/extension.h as the check compiles them; the compile itself runs on
 
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,7 @@ from kernelzero.judge.build.front import (
     HOST_CUT,
     FrontCheck,
     FrontResult,
-    PrioritySlots,
-    check_in_passes,
+    check_with_headers,
     conclude_host,
     read_call,
 )
@@ -48,8 +46,7 @@ host.cpp:10:84: error: cannot convert 'at::Tensor' to 'const float*'
       |                                                                                    ^
       |                                                                                    |
       |                                                                                    at::Tensor
-host.cpp:5:80: note:   initializing argument 5 of 'void kz_launch_k(dim3, dim3, size_t, cudaStream_t, const float*, \
-float*, long int)'
+compilation terminated due to -Wfatal-errors.
 """
 
 
@@ -63,7 +60,7 @@ def test_a_missing_token_between_plain_statements_is_certain():
 def test_a_tensor_passed_for_a_pointer_is_certain_and_told_as_the_launch_the_candidate_wrote():
     r = conclude_host(1, TENSOR, HOST_TU)
     assert r.status == "compile_error" and "kz_launch" not in r.feedback
-    assert "initializing argument 1 of the launch of kernel 'k'" in r.feedback  # x: the kernel's first argument
+    assert "cannot convert 'at::Tensor' to 'const float*'" in r.feedback
     assert "k<<<dim3((n + 255) / 256), dim3(256)" in r.feedback
 
 
@@ -141,11 +138,12 @@ def _mix_source(kind: str) -> str:
 
 
 @pytest.mark.parametrize(("host_rc", "device_rc", "status", "why"),
-                         [(137, 0, "unsure", HOST_CUT), (0, 0, "passed", ""), (137, 1, "unsure", "device")])
+                         [(137, 0, "passed", HOST_CUT), (0, 0, "passed", ""), (137, 1, "unsure", "device")])
 def test_a_host_check_cut_short_is_unsure_where_the_device_tu_passed(tmp_path, monkeypatch, host_rc, device_rc, status,
                                                                      why):  # fmt: skip
-    """The quick pass cuts the host TU's g++ (`timeout -s KILL`, exit 137): unsure, so that the farm checks it again
-    in full; a device TU that failed decides as before (here an error it is not certain of)."""
+    """The farm cuts the host TU's g++ (`timeout -s KILL`, exit 137) once it has parsed the candidate's code without an
+    error (it stops at the first, `-Wfatal-errors`): passed, saying so; a device TU that failed decides as before
+    (here an error it is not certain of)."""
     import torch.utils.cpp_extension as cpp
 
     monkeypatch.setattr(cpp, "CUDA_HOME", str(tmp_path / "cuda"))
@@ -160,48 +158,23 @@ def test_a_host_check_cut_short_is_unsure_where_the_device_tu_passed(tmp_path, m
     monkeypatch.setattr(FrontCheck, "_run", run)
     front = FrontCheck(host_pch=lambda flags: str(tmp_path / "pch"), max_headers=0)
     result = front.check(_mix_source("ok"), host_cap_s=1.0)
-    assert runs[0][:4] == ["timeout", "-s", "KILL", "1"] and runs[0][-1] == "host.cpp"
+    assert runs[0][:4] == ["timeout", "-s", "KILL", "1"]
+    assert runs[0][-3:] == ["-Wfatal-errors", "-fsyntax-only", "host.cpp"]  # g++ stops at the first error
     assert result.status == status and (result.why == why if why != "device" else result.why != HOST_CUT)
 
 
-def test_quick_passes_go_before_full_ones_and_a_cut_check_is_made_again_in_full():
-    """Rank-0 waiters (every candidate's quick pass) take a free slot before any rank-1 waiter (a full host check)."""
-    slots, order, gate = PrioritySlots(1), [], threading.Event()
-
-    def hold():
-        with slots.slot(0):
-            gate.wait()
-
-    def take(rank, name):
-        with slots.slot(rank):
-            order.append(name)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    full = threading.Thread(target=take, args=(1, "full"))
-    full.start()
-    time.sleep(0.1)  # the full pass is waiting first
-    quick = [threading.Thread(target=take, args=(0, f"quick{i}")) for i in range(2)]
-    for t in quick:
-        t.start()
-    while slots._waiting[0] < 2:
-        time.sleep(0.01)
-    gate.set()
-    for t in [holder, full, *quick]:
-        t.join()
-    assert order[-1] == "full" and sorted(order[:2]) == ["quick0", "quick1"]
-
-    calls = []
+def test_a_check_waits_for_a_slot_and_its_seconds_and_waits_are_told_apart():
+    """The farm's check holds one of its slots; `seconds` counts the check, `waited` the time before (here the only
+    slot is held for a while by another check)."""
+    slots, ready, calls = threading.BoundedSemaphore(1), threading.Event(), []
+    ready.set()
 
     class Front:
         def check(self, source, host_cap_s=None):
             calls.append(host_cap_s)
-            if host_cap_s:
-                return FrontResult("unsure", why=HOST_CUT, seconds=0.25)
-            return FrontResult("passed", seconds=0.5)
+            return FrontResult("passed", why=HOST_CUT, seconds=0.01)
 
-    ready = threading.Event()
-    ready.set()
-    result = check_in_passes(Front(), "src", PrioritySlots(2), ready, 1.0, 1.5)
-    assert calls == [1.5, None] and result.status == "passed"
-    assert result.seconds == 0.75 and result.waited == 0.0  # both passes' seconds (here made up, so no wait left)
+    slots.acquire()
+    threading.Timer(0.3, slots.release).start()
+    result = check_with_headers(Front(), "src", slots, ready, 1.0, 1.5)
+    assert calls == [1.5] and result.status == "passed" and result.seconds == 0.01 and result.waited >= 0.2

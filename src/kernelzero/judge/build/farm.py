@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelzero.judge.build.bind import BRIDGE_SOURCE, LIBRARY, binding, build_bridge
-from kernelzero.judge.build.front import FrontCheck, FrontResult, PrioritySlots, check_in_passes
+from kernelzero.judge.build.front import FrontCheck, FrontResult, check_with_headers
 from kernelzero.judge.build.headers import PCH_FLAG_SETS, build_pch, has_cuda_toolkit
 from kernelzero.judge.build.lean import HEADER, TABLES, blocked_by, installed_table, load_table, table_name
 from kernelzero.judge.build.split import _strip_comments, split_call
@@ -267,7 +267,7 @@ class BuildFarm:
     pch_wait_s: float = 240.0  # a build waits this long for headers being precompiled (parsing torch doubles it)
     probe: bool = True  # once the headers are built, ask a build worker whether its compiler takes them
     front: bool = True  # a front check before each build answers certain compile errors in seconds (front.py)
-    front_host_cap_s: float = 1.0  # the quick pass's host check (a batch's certain errors first); 0: one full pass
+    front_host_cap_s: float = 1.0  # the host check's cut: past the parse, only torch's pending templates (front.py)
     tricks: str = "lean"  # how far the build tricks go, for their ablation (TRICKS; bench/build_ablation.py)
 
     def __post_init__(self) -> None:
@@ -303,7 +303,7 @@ class BuildFarm:
         # front checks one of their own (a few nvcc front ends, ~0.3-2 s); the other threads wait.
         self._submitted = ThreadPoolExecutor(max_workers=8 * self.workers, thread_name_prefix="kz-build")
         self._futures: dict[tuple[str, bool], Future] = {}  # submitted and not finished, by (key, front)
-        self._front_slots = PrioritySlots(self.workers)
+        self._front_slots = threading.BoundedSemaphore(self.workers)
         self.front_outcomes: Counter[str] = Counter()  # front check statuses (compile_error, passed, unsure, skipped)
         self._front: FrontCheck | None = None  # made by the first build (front.py)
 
@@ -436,15 +436,15 @@ class BuildFarm:
             sb.cleanup()
 
     def _front_check(self, source: str) -> FrontResult:
-        """The front check on slots of its own, before a build slot (`front.check_in_passes`)."""
+        """The front check on slots of its own, before a build slot (`front.check_with_headers`)."""
         self.start_pch()  # the host TU's check needs torch/extension.h precompiled: started by the first check
         with self._lock:  # one checker (it keeps what it learnt of the headers), made by one thread (imports torch)
             if self._front is None:
                 self._front = FrontCheck(self.arch, min(self.timeout_s, 120.0), self.memory_limit_gb, self._env(0),
                                          host_pch=lambda cflags: self._pch_dirs.get(json.dumps(cflags)))  # fmt: skip
             front = self._front
-        result = check_in_passes(front, source, self._front_slots, self.pch_ready, self.pch_wait_s,
-                                 self.front_host_cap_s or None)  # fmt: skip
+        result = check_with_headers(front, source, self._front_slots, self.pch_ready, self.pch_wait_s,
+                                    self.front_host_cap_s or None)  # fmt: skip
         with self._lock:
             self.front_outcomes[result.status] += 1
         return result
