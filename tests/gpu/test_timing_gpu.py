@@ -33,7 +33,7 @@ def test_the_sleep_is_calibrated_to_the_gpus_clock(torch):
 def test_a_timed_module_reports_its_cover(torch, cover):
     bound = Bound(torch)
     x = torch.randn(1 << 16, device="cuda")
-    cfg = {"warmup": 3, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "launch_cover": cover}
+    cfg = {"warmup": 3, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "launch_cover": cover, "placements": 1}
     stats = time_model(torch, bound, torch.nn.ReLU(), [[x]], cfg)
     assert stats["events"]["n"] == 20 and stats["events"]["median_ms"] > 0
     if cover:
@@ -56,8 +56,29 @@ def test_a_host_that_outruns_its_cover_is_retimed_behind_a_longer_one(torch):
             time.sleep(300e-6)
         return t * 2
 
-    cfg = {"warmup": 3, "min_calls": 20, "max_calls": 20, "budget_s": 0.01}
+    cfg = {"warmup": 3, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "placements": 1}
     stats = time_model(torch, bound, slow_host, [[x]], cfg)
     audit = stats["cover_audit"]
     assert audit["retimed"] and audit["host_max_us"] >= 300 and stats["cover_us"] >= 600
     assert audit["cover_min_us"] > 0 and len(calls) == 4 + 2 * 20 + 20  # warm-up+estimate, timed twice, wall
+
+
+def test_small_inputs_are_timed_from_placed_copies_and_large_ones_where_they_lie(torch):
+    """Inputs under `place_max_bytes` are copied to 8 fixed layouts and the calls rotate over them (each copy's
+    median reported, the mean of them as the median); larger inputs are timed as they are."""
+    bound, seen = Bound(torch), set()
+
+    def model(x):
+        seen.add(x.data_ptr())
+        return x * 2
+
+    small = [[torch.randn(64, 256, device="cuda")] for _ in range(2)]
+    cfg = {"warmup": 2, "min_calls": 20, "max_calls": 20, "budget_s": 0.01}
+    stats = time_model(torch, bound, model, small, cfg)
+    assert len(stats["placements"]) == 8 and stats["events"]["n"] == 5 * 8 * 2
+    assert stats["events"]["median_ms"] == pytest.approx(sum(stats["placements"]) / 8, abs=1e-5)
+    assert len(seen) == 2 + 8 * 2  # the originals (warm-up, estimate, wall) and every placed copy
+    seen.clear()
+    large = [[torch.randn(8 << 20, device="cuda")]]  # 32 MB, over the 16 MB bound
+    stats = time_model(torch, bound, model, large, cfg)
+    assert stats["placements"] is None and stats["events"]["n"] == 20 and len(seen) == 1
