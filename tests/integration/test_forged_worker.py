@@ -10,8 +10,8 @@ import fcntl
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -190,51 +190,31 @@ def test_a_forged_reference_message_is_the_tasks_fault(monkeypatch):
     assert "malformed `outputs` message: field `structures`" in v.feedback
 
 
-class PacedSandbox(ForgedSandbox):
-    """A ForgedSandbox whose messages come after delays, each (delay_s, message): `recv` waits out a delay as the
-    real one does, raising TimeoutError where the judge's deadline comes first."""
-
-    def recv(self, deadline: float):
-        if not self.messages:
-            return None
-        delay, msg = self.messages[0]
-        if time.monotonic() + delay > deadline:
-            time.sleep(max(0.0, deadline - time.monotonic()))
-            self.messages[0] = (time.monotonic() + delay - deadline, msg)
-            raise TimeoutError
-        time.sleep(delay)
-        return self.messages.pop(0)[1]
-
-
-@pytest.mark.parametrize(
-    "hang_after_s, paced, status",
-    [
-        (0.2, [(0, {"event": "gpu_wait", "waiting": True}), (60, "outputs")], "timeout"),  # a kernel that never ends
-        (0.2, [(0, {"event": "gpu_wait", "waiting": True}), (0.05, {"event": "gpu_wait", "waiting": False}),
-               (0.6, "outputs")], "ok"),  # host work after the GPU's (a JIT, the next inputs) is not watched
-        (0.0, [(0, {"event": "gpu_wait", "waiting": True}), (0.6, "outputs")], "ok"),  # the watch off
-    ],
-    ids=["hang", "host-work-after", "off"],
-)
-def test_a_forward_whose_gpu_work_outlasts_the_hang_watch_is_a_timeout(judge_and_ref, monkeypatch, hang_after_s,
-                                                                       paced, status):  # fmt: skip
-    """The worker announces each wait for the GPU (`GpuWait`); the judge kills it once a wait outlasts
-    `hang_after_s` instead of waiting out the run timeout (60 s here), so a hang stalls its GPU's timing briefly."""
+def test_a_forward_the_worker_reports_hung_is_a_timeout(judge_and_ref, monkeypatch):
+    """A worker whose hang watch reports a forward past it (`hung`) is killed and judged `timeout` at once, not after
+    the run timeout; the run command carries the watch (none on CPU)."""
     judge, task, ref = judge_and_ref
-    real, options = judge._sandbox, judge.options
-    files = {"out": {"outputs": ref.outputs, "replay": ref.replay_outputs, "wide": ref.wide_outputs}}
+    real, sent = judge._sandbox, []
 
     def sandbox(job):
         if job["kind"] != "candidate":
             return real(job)
-        script = [(0, {"event": "started"}), (0, {"event": "built"}),
-                  *[(d, _outputs_msg(ref) if m == "outputs" else m) for d, m in paced], (0, {"event": "done"})]
-        return PacedSandbox(job, script, files)
+        forged = ForgedSandbox(job, [{"event": "started"}, {"event": "built"}, {"event": "hung", "seconds": 5.3}], {})
+        forged.send = sent.append
+        return forged
 
     monkeypatch.setattr(judge, "_sandbox", sandbox)
-    monkeypatch.setattr(judge, "options", JudgeOptions(**{**options.__dict__, "hang_after_s": hang_after_s,
-                                                          "run_timeout_s": 60.0}))  # fmt: skip
     v = judge.judge(task, (FIX / "relu_triton_ok.py").read_text(), "triton")
-    assert v.status == status, v.feedback
-    if status == "timeout":
-        assert "unfinished 0.2 s after it was enqueued" in v.feedback and v.guard == "run"
+    assert [c["hang_s"] for c in sent if c.get("cmd") == "run"] == [0.0]
+    assert (v.status, v.guard) == ("timeout", "run") and "a forward ran 5.3 s" in v.feedback, v.feedback
+
+
+@pytest.mark.parametrize(("device", "source", "ref_ms", "hang_s"),
+                         [("cuda", "x", 0.004, 5.0), ("cuda", "x", 7.5, 7.5), ("cuda", "torch.compile(f)", 0.004, 0.0),
+                          ("cpu", "x", 0.004, 0.0)])  # fmt: skip
+def test_the_hang_watch_is_the_floor_or_1000_reference_calls(judge_and_ref, monkeypatch, device, source, ref_ms,
+                                                             hang_s):  # fmt: skip
+    judge, _, _ = judge_and_ref
+    monkeypatch.setattr(judge, "device", device)
+    ref = SimpleNamespace(eager={"events": {"median_ms": ref_ms}})
+    assert judge._hang_after(ref, source) == hang_s

@@ -126,3 +126,15 @@ def test_batch_cli_writes_one_record_per_line_in_order(tmp_path):
     assert f"resuming {out}: {len(EXPECTED)} of {len(names) + 1} line(s) already judged" in proc.stderr
     assert "judging 0" in proc.stderr
     assert [json.loads(x) for x in out.read_text().splitlines()] == lines
+
+
+def test_a_forward_past_the_hang_watch_is_a_timeout_before_the_run_timeout(monkeypatch):
+    """The worker's hang watch, end to end on CPU (the judge applies it on a GPU only: forced here to 1 s): a forward
+    that never returns is reported by the watch's thread, and the judge kills the worker long before the 60 s run
+    timeout."""
+    monkeypatch.setattr(core, "STATIC_CHECKS", [])
+    monkeypatch.setattr(core.Judge, "_hang_after", lambda self, ref, source: 1.0)
+    judge = core.Judge(JudgeOptions(device="cpu", run_timeout_s=60, front_check=False))
+    v = judge.judge(TASK, (FIX / "relu_timeout.py").read_text(), "triton")
+    assert (v.status, v.guard) == ("timeout", "run"), v.feedback
+    assert "past the hang watch's 1.0 s" in v.feedback

@@ -26,7 +26,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
-import math
 import threading
 import time
 from collections import OrderedDict
@@ -52,8 +51,8 @@ from kernelzero.judge.sandbox.messages import (
     CandidateTiming,
     Done,
     Failed,
-    GpuWait,
     GuardHit,
+    Hung,
     Message,
     ProtocolError,
     ReferenceOutputs,
@@ -261,12 +260,15 @@ class Judge(MemoryPlanning, Comparing):
                 self._evict()
             return ref
 
-    def _hang_after(self, ref: Reference) -> float:
-        """Seconds a forward's GPU work may take after the host enqueued it (`JudgeOptions.hang_after_s`): the floor,
-        or 1,000 times the reference's timed call where that is longer; 0 (no watch) when the floor is 0."""
+    def _hang_after(self, ref: Reference, source: str) -> float:
+        """Seconds a candidate's forward may run, its Triton compiles not counted (`JudgeOptions.hang_after_s`): the
+        floor, or 1,000 times the reference's timed call where that is longer. 0 (no watch) on CPU, where the floor is
+        0, or for a candidate that may use torch.compile, whose first forward's compile is not a Triton launch's."""
         floor = self.options.hang_after_s
+        if self.device != "cuda" or floor <= 0 or any(w in source for w in ("torch.compile", "_dynamo", "inductor")):
+            return 0.0
         ref_ms = ((ref.eager or {}).get("events") or {}).get("median_ms") or 0.0
-        return max(floor, ref_ms) if floor > 0 else 0.0  # 1,000 x ms is ms in seconds
+        return max(floor, ref_ms)  # 1,000 x ms is ms in seconds
 
     def _trials_guard(self):
         shared = getattr(self.timing_lock, "shared", None)  # a SharedExclusiveLock when a pool set one
@@ -415,6 +417,7 @@ class Judge(MemoryPlanning, Comparing):
                    alone: bool = False) -> Verdict:  # fmt: skip
         o = self.options
         stage_s: dict[str, float] = base.pop("stage_s", {})  # the reference's wait and its stages, then ours
+        hang_s = self._hang_after(ref, source)
         job = {"kind": "candidate", "init_seed": ref.init_seed, "backend": base["backend"]}
         if self.timed:
             job.update(timing=o.timing_config())
@@ -436,17 +439,15 @@ class Judge(MemoryPlanning, Comparing):
         def fail(status: str, feedback: str, guard: str | None = None) -> StageFailure:
             return StageFailure(Verdict.fail(status, feedback, guard=guard, stage_s=stage_s, **base))
 
-        def expect(kind: type[M], timeout_s: float, stage: str, hang_s: float = 0.0) -> M:
-            """The worker's next `kind` message within `timeout_s`; with `hang_s`, also within `hang_s` of each
-            announced wait for the GPU (`GpuWait`) until its end."""
+        def expect(kind: type[M], timeout_s: float, stage: str) -> M:
             t0 = time.monotonic()
-            hung = None  # when the GPU wait under way becomes a hang
             try:
                 while True:
-                    msg = _receive(sb, min(t0 + timeout_s, hung or math.inf), "candidate")
-                    if isinstance(msg, GpuWait):
-                        hung = time.monotonic() + hang_s if msg.waiting and hang_s > 0 else None
-                        continue
+                    msg = _receive(sb, t0 + timeout_s, "candidate")
+                    if isinstance(msg, Hung):  # the worker's hang watch (harness.ForwardWatch)
+                        sb.finish(timed_out=True)
+                        raise fail("timeout", f"{stage}: a forward ran {msg.seconds:.1f} s (Triton's compiles not "
+                                   f"counted), past the hang watch's {hang_s:.1f} s; the worker was killed", stage)
                     if msg is None:
                         exit_ = sb.finish()
                         how = describe_exit(exit_.returncode)
@@ -464,9 +465,6 @@ class Judge(MemoryPlanning, Comparing):
                         raise fail("rejected", msg.message, msg.guard)
             except TimeoutError:
                 sb.finish(timed_out=True)
-                if hung is not None and time.monotonic() >= hung:
-                    raise fail("timeout", f"{stage}: a forward's GPU work was unfinished {hang_s:.1f} s after it was "
-                               "enqueued (a kernel that never ends?); the worker was killed", stage) from None
                 raise fail("timeout", f"{stage} exceeded {timeout_s:.0f} s; the worker was killed", stage) from None
             except ProtocolError as exc:  # the key is in the worker's memory: a candidate can forge messages
                 raise fail("rejected", f"the worker sent {exc}", "channel") from None
@@ -495,8 +493,8 @@ class Judge(MemoryPlanning, Comparing):
                 base["env"] = {**base["env"], "scratch_veil": veil}
             expect(CandidateBuilt, o.build_timeout_s, "build")
             with waited(stage_s, "wait_trials", self._trials_guard()):  # none while a module is timed
-                sb.send({"cmd": "run", "seeds": ref.seeds, "replay": ref.replay, "wide": ref.wide})
-                msg = expect(CandidateOutputs, o.run_timeout_s, "run", self._hang_after(ref))
+                sb.send({"cmd": "run", "seeds": ref.seeds, "replay": ref.replay, "wide": ref.wide, "hang_s": hang_s})
+                msg = expect(CandidateOutputs, o.run_timeout_s, "run")
             _put(memory, gpu=msg.gpu_peak, host=(msg.rss_peak or 0) + sb.output_bytes())
             if msg.checksums != ref.checksums:
                 raise fail("rejected", "the candidate's inputs differ from the reference's (torch patched?)", "inputs")

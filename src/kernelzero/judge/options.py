@@ -51,12 +51,12 @@ class JudgeOptions:
     run_timeout_s: float = 120.0
     """Wall-clock budget for the correctness trials and, separately, for timing."""
     hang_after_s: float = 5.0
-    """A candidate's forward whose GPU work is unfinished this long after the host enqueued it (or 1,000 times the
-    reference's timed call, if longer) is a hang: the worker is killed and the verdict is `timeout` at once, not after
-    `run_timeout_s`. A kernel that never ends keeps its GPU from timing anything else, and the trials queue behind
-    the waiting timing: on the H200 each of a batch's hangs stalled every verdict for the whole run timeout. Host
-    work (Triton's JIT, a build) does not count; a forward that synchronizes inside itself is bounded by
-    `run_timeout_s` alone. 0: off."""
+    """A candidate's forward that has run this long on a GPU (or 1,000 times the reference's timed call, if longer),
+    its Triton compiles and autotuning not counted, is a hang: the worker is killed and the verdict is `timeout` at
+    once, not after `run_timeout_s`. A kernel that never ends, or a host loop that never returns, keeps its GPU from
+    timing anything else, and the trials queue behind the waiting timing: on the H200 each of a batch's hangs stalled
+    every verdict for the whole run timeout. Not applied to a candidate that may use torch.compile (its first
+    forward compiles), nor on CPU. 0: off."""
     library_ops: str = "reject"
     """Policy on library calls of the task's main compute op (guard `no_custom_kernel`). `reject`: forward must not
     call the reference's main aten op(s) (its GEMMs/convolutions, or else every non-trivial op) on the full problem.

@@ -19,8 +19,10 @@ import secrets
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
+from collections.abc import Callable
 
 from kernelzero.judge.guards import CANDIDATE_MODULE
 from kernelzero.judge.sandbox.devmem import Exports
@@ -134,8 +136,7 @@ class Bound:
         self._device_socket = None  # where their descriptors go (`open_device_channel`)
         self._send_fds, self._socket, self._close = socket.send_fds, socket.socket, os.close
         self.clone, self.copy = torch.Tensor.clone, torch.Tensor.copy_
-        self.gpu_wait = lambda waiting: None  # told around each forward's wait for the GPU (the candidate job's hang
-        # watch sets it: `judge_jobs.job_candidate`)
+        self.watch: ForwardWatch | None = None  # the candidate job's hang watch, around each checked forward
         # A new uint8 block of `n` bytes on `device` (timing's placed copies of small inputs)
         self.empty_bytes = lambda n, device: self._empty(n, dtype=self._uint8, device=device)
         self.equal = torch.equal
@@ -266,16 +267,21 @@ def checked_forward(torch, bound: Bound, model, inputs: list, device: str, recor
 
     `keep` copies each output off the candidate's hands at once (a module may reuse its output buffer in the next
     call): by default to the CPU; the jobs pass `PackWriter.add`, which copies it into the output memfd."""
-    with torch.no_grad():
-        if recorder is not None:
-            with recorder:
+    watch = bound.watch
+    if watch is not None:
+        watch.begin()
+    try:
+        with torch.no_grad():
+            if recorder is not None:
+                with recorder:
+                    out = model(*inputs)
+            else:
                 out = model(*inputs)
-        else:
-            out = model(*inputs)
-    if device == "cuda":  # the host has enqueued the forward: what is left is the GPU's (the judge's hang watch)
-        bound.gpu_wait(True)
-        bound.synchronize()
-        bound.gpu_wait(False)
+        if device == "cuda":
+            bound.synchronize()
+    finally:
+        if watch is not None:
+            watch.end()
     structure, items = flatten_outputs(torch, out)
     for t in items:
         if type(t) is not bound.tensor_type:
@@ -376,6 +382,56 @@ def cuda_profiler(torch):
     return profile(activities=[ProfilerActivity.CUDA])
 
 
+class ForwardWatch:
+    """The hang watch of a candidate's forwards (`JudgeOptions.hang_after_s`): a thread that calls `on_hang(seconds)`
+    once, when the forward under way (`begin` to `end`, its GPU work included) has run `limit_s`, less the seconds
+    `excused()` grew by meanwhile (Triton's compiles and autotuning, `LaunchCounter.jit_s`). A kernel that never ends
+    and a host loop that never returns alike: either kept its GPU from timing anything else, and the trials queued
+    behind the waiting timing, for the whole run timeout. Defence in depth is not its job: a candidate that stops it
+    is held by the judge's run timeout."""
+
+    POLL_S = 0.1
+
+    def __init__(self, limit_s: float, excused: Callable[[], float], on_hang: Callable[[float], None],
+                 clock: Callable[[], float] = time.perf_counter, start: bool = True) -> None:  # fmt: skip
+        self.limit_s, self.excused, self.on_hang, self.clock = limit_s, excused, on_hang, clock
+        self._since: tuple[float, float] | None = None  # (clock, excused) at the forward's begin
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # `on_hang` (a message) never overlaps the job's own next one, sent after `stop`
+        if start:
+            threading.Thread(target=self._run, name="kz-forward-watch", daemon=True).start()
+
+    def begin(self) -> None:
+        self._since = (self.clock(), self.excused())
+
+    def end(self) -> None:
+        self._since = None
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stop.set()
+
+    def check(self) -> bool:
+        """Whether the forward under way has outrun the watch (then `on_hang` has been called)."""
+        since = self._since
+        if since is None:
+            return False
+        ran = self.clock() - since[0] - (self.excused() - since[1])
+        if ran <= self.limit_s:
+            return False
+        with self._lock:
+            if self._stop.is_set():
+                return False
+            self._stop.set()  # once
+            self.on_hang(round(self.clock() - since[0], 2))
+        return True
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.POLL_S):
+            if self.check():
+                return
+
+
 class LaunchCounter:
     """Counts completed launches of kernels defined in the candidate module (`guards.CANDIDATE_MODULE`).
 
@@ -390,24 +446,35 @@ class LaunchCounter:
         self.module = CANDIDATE_MODULE
         self.count = 0
         self.active = False
+        self.jit_s = 0.0  # seconds in launches that compiled or autotuned (over 10 ms): the hang watch's excuse
+        self._depth = 0  # Triton `run` calls under way (an autotuner's hold its kernel's): only the outermost counts
         self.cuda_names = set(re.findall(r"__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+(\w+)", source))
         self.wrapped: list[tuple] = []  # (class, "run") pairs it replaced, for `integrity.HarnessSeal`
 
     def install_triton(self) -> None:
         try:
-            from triton.runtime import interpreter, jit
+            from triton.runtime import autotuner, interpreter, jit
         except ImportError:  # no Triton here: CUDA candidates are counted by the profiler
             return
         for cls in (jit.JITFunction, interpreter.InterpretedFunction):
             self._wrap(cls)
+        self._wrap(autotuner.Autotuner, count=False)  # its benchmarking of configs: excused, not counted
 
-    def _wrap(self, cls) -> None:
+    def _wrap(self, cls, count: bool = True) -> None:
         orig, counter = cls.run, self
 
         def run(fn_self, *args, **kwargs):
-            result = orig(fn_self, *args, **kwargs)
-            fn = getattr(fn_self, "fn", None)
-            if counter.active and not kwargs.get("warmup") and getattr(fn, "__module__", None) == counter.module:
+            counter._depth += 1
+            t0 = time.perf_counter()
+            try:
+                result = orig(fn_self, *args, **kwargs)
+            finally:
+                counter._depth -= 1
+                spent = time.perf_counter() - t0
+                if spent > 0.01 and counter._depth == 0:  # a launch is ~20-50 us: this one compiled or autotuned
+                    counter.jit_s += spent
+            mine = getattr(getattr(fn_self, "fn", None), "__module__", None) == counter.module
+            if count and counter.active and not kwargs.get("warmup") and mine:
                 counter.count += 1
             return result
 

@@ -24,6 +24,7 @@ from kernelzero.judge.check import REDUCTION_FAMILIES, degenerate_canary
 from kernelzero.judge.guards import main_compute
 from kernelzero.judge.sandbox.harness import (
     Bound,
+    ForwardWatch,
     GuardViolation,
     LaunchCounter,
     NetworkBlock,
@@ -49,7 +50,7 @@ from kernelzero.judge.sandbox.messages import (
     CandidateBuilt,
     CandidateOutputs,
     CandidateTiming,
-    GpuWait,
+    Hung,
     ReferenceOutputs,
     ReferenceSized,
     ReferenceTiming,
@@ -229,8 +230,6 @@ def save_captured(torch, bound: Bound, captured: list) -> None:
 
 def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
     device = job["device"]
-    if device == "cuda":  # the judge's hang watch: each checked forward's wait for the GPU, start and end
-        bound.gpu_wait = lambda waiting: chan.send(wire(GpuWait(waiting=waiting)))
     task_mod = load_module(job["task_path"], "kz_task")
     init_inputs = list(task_mod.get_init_inputs())
     reference = build_model(torch, task_mod.Model, init_inputs, job["init_seed"], device)
@@ -270,6 +269,9 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
         return
     recorder = make_op_recorder(torch)
     out = bound.writer("out")  # each output goes into the memfd as soon as its forward returns
+    if command.get("hang_s"):  # the judge's hang watch (on a GPU), over every forward of the run
+        bound.watch = ForwardWatch(float(command["hang_s"]), lambda: counter.jit_s,
+                                   lambda s: chan.send(wire(Hung(seconds=s))))  # fmt: skip
     t_run = bound.perf_counter()
     try:
         counter.active = True
@@ -295,6 +297,10 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
         network.check()
         integrity.check()
         raise StageError("compile" if _is_kernel_compile_error(exc) else "forward", exc) from exc
+    finally:
+        if bound.watch is not None:
+            bound.watch.stop()
+            bound.watch = None
     network.check()
     integrity.check()  # before the outputs are sealed: the writer is one of the sealed functions
     check_precision_flags(torch, policy)

@@ -158,12 +158,12 @@ class CandidateOutputs:
 
 
 @dataclass(frozen=True)
-class GpuWait:
-    """The worker starts (`waiting`) or ends its wait for the GPU to finish a forward the host has enqueued: the
-    judge's hang watch (`JudgeOptions.hang_after_s`) runs in between."""
+class Hung:
+    """A forward has run `seconds`, its Triton compiles not counted, past the hang watch (`harness.ForwardWatch`,
+    `JudgeOptions.hang_after_s`): the judge kills the worker."""
 
-    event: ClassVar[str] = "gpu_wait"
-    waiting: bool
+    event: ClassVar[str] = "hung"
+    seconds: Annotated[float, _non_negative]
 
 
 @dataclass(frozen=True)
@@ -238,7 +238,7 @@ class ValidateOutputs:
 Message = (
     Started | Done | Failed | GuardHit
     | ReferenceSized | ReferenceOutputs | TimingReady | ReferenceTiming
-    | CandidateBuilt | GpuWait | CandidateOutputs | CandidateTiming | TimedSaved
+    | CandidateBuilt | Hung | CandidateOutputs | CandidateTiming | TimedSaved
     | Prebuilt | Unbuilt | Probed
     | Sized | ValidateOutputs
 )  # fmt: skip
@@ -251,7 +251,7 @@ def _table(*kinds: type) -> dict[str, type]:
 # What each job kind's worker may send (an event means one message type within a job).
 PROTOCOL: dict[str, dict[str, type]] = {
     "reference": _table(ReferenceSized, ReferenceOutputs, TimingReady, ReferenceTiming),
-    "candidate": _table(CandidateBuilt, GpuWait, CandidateOutputs, CandidateTiming, TimedSaved),
+    "candidate": _table(CandidateBuilt, Hung, CandidateOutputs, CandidateTiming, TimedSaved),
     "build": _table(Prebuilt, Unbuilt),
     "probe_headers": _table(Probed),
     "validate": _table(Sized, ValidateOutputs),

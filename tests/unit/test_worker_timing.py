@@ -1,15 +1,16 @@
 """How the worker times and watches a forward. Placed copies of small inputs (`timing.placed_sets`): where a
 small kernel's inputs lie moves its time, so the candidate and its reference are timed over the same fixed layouts,
 and the reported median is the mean of the copies' medians (run here on CPU tensors, through the worker's real
-`Bound`; the timing itself through a stand-in clock that reads which copy each call used). And the announcements
-around a forward's wait for the GPU that the judge's hang watch runs on."""
+`Bound`; the timing itself through a stand-in clock that reads which copy each call used). And the hang watch
+around each checked forward."""
 
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-from kernelzero.judge.sandbox.harness import Bound, checked_forward
+from kernelzero.judge.sandbox import harness
+from kernelzero.judge.sandbox.harness import Bound, ForwardWatch, LaunchCounter, checked_forward
 from kernelzero.judge.timing import ALIGN, PAGE, placed_sets, time_model
 
 
@@ -100,11 +101,11 @@ def test_calls_rotate_over_the_copies_and_the_median_is_the_mean_of_theirs():
 
 
 @pytest.mark.parametrize("device", ["cuda", "cpu"])
-def test_a_checked_forward_announces_its_wait_for_the_gpu(device):
-    """The judge's hang watch runs between the two announcements: after the host enqueued the forward, around the
-    synchronize (on a GPU only; here the real `Bound` on CPU with a recording synchronize)."""
+def test_the_hang_watch_spans_a_checked_forward_and_its_gpu_work(device):
+    """The watch begins before the forward and ends after the synchronize that waits for its GPU work (run here on
+    CPU through the real `Bound`, with a recording synchronize)."""
     bound, log = Bound(torch), []
-    bound.gpu_wait = lambda waiting: log.append(("wait", waiting))
+    bound.watch = SimpleNamespace(begin=lambda: log.append("begin"), end=lambda: log.append("end"))
     bound.synchronize = lambda: log.append("sync")
 
     def model(x):
@@ -112,4 +113,50 @@ def test_a_checked_forward_announces_its_wait_for_the_gpu(device):
         return x * 2
 
     checked_forward(torch, bound, model, [torch.ones(3)], device)
-    assert log == (["forward", ("wait", True), "sync", ("wait", False)] if device == "cuda" else ["forward"])
+    assert log == ["begin", "forward", *(["sync"] if device == "cuda" else []), "end"]
+
+
+def test_the_hang_watch_fires_once_a_forward_outruns_it_less_its_compiles():
+    """`ForwardWatch.check` on a stand-in clock: a forward's seconds, less what `excused` (Triton's compiles) grew by
+    meanwhile, against the limit; it fires once, with the forward's whole seconds."""
+    now, jit, fired = [0.0], [0.0], []
+    watch = ForwardWatch(5.0, lambda: jit[0], fired.append, clock=lambda: now[0], start=False)
+    assert not watch.check()  # no forward under way
+    watch.begin()
+    now[0], jit[0] = 7.0, 3.0  # 7 s in, 3 of them compiling: 4 s counted
+    assert not watch.check() and fired == []
+    now[0] = 9.5  # 6.5 s counted
+    assert watch.check() and fired == [9.5]
+    now[0] = 20.0
+    assert not watch.check() and fired == [9.5]  # once
+    stopped = ForwardWatch(5.0, lambda: 0.0, fired.append, clock=lambda: now[0], start=False)
+    stopped.begin()
+    stopped.stop()  # the job's run ended: nothing may be sent after its own next message
+    now[0] = 100.0
+    assert not stopped.check() and fired == [9.5]
+
+
+def test_launches_that_compile_are_counted_as_the_watch_s_excuse(monkeypatch):
+    """`LaunchCounter` wraps Triton's `run`: a launch over 10 ms (a compile, an autotune) adds its seconds to
+    `jit_s`; a plain launch (tens of microseconds) adds nothing; an autotuner's run, which holds its kernel's, counts
+    once (a stand-in clock that a slow launch moves 50 ms)."""
+    now = [0.0]
+    monkeypatch.setattr(harness.time, "perf_counter", lambda: now[0])
+
+    class Kernel:
+        def run(self, slow):
+            now[0] += 0.05 if slow else 20e-6
+
+    class Tuner:
+        def run(self):
+            Kernel().run(True)
+
+    counter = LaunchCounter("")
+    counter._wrap(Kernel)
+    counter._wrap(Tuner, count=False)
+    Kernel().run(False)
+    assert counter.jit_s == 0.0
+    Kernel().run(True)
+    assert counter.jit_s == pytest.approx(0.05)
+    Tuner().run()
+    assert counter.jit_s == pytest.approx(0.10)  # not 0.15: the nested launch counted in the outer run only
