@@ -383,12 +383,12 @@ def cuda_profiler(torch):
 
 
 class ForwardWatch:
-    """The hang watch of a candidate's forwards (`JudgeOptions.hang_after_s`): a thread that calls `on_hang(seconds)`
-    once, when the forward under way (`begin` to `end`, its GPU work included) has run `limit_s`, less the seconds
-    `excused()` grew by meanwhile (Triton's compiles and autotuning, `LaunchCounter.jit_s`). A kernel that never ends
-    and a host loop that never returns alike: either kept its GPU from timing anything else, and the trials queued
-    behind the waiting timing, for the whole run timeout. Defence in depth is not its job: a candidate that stops it
-    is held by the judge's run timeout."""
+    """The hang watch of a candidate's forwards (`JudgeOptions.hang_after_s`): a thread that calls `on_hang` once, with
+    the seconds it counted, when the forward under way (`begin` to `end`, its GPU work included) has run `limit_s`,
+    less what `excused()` grew by meanwhile (Triton's compiles and autotuning, `LaunchCounter.jit_s`). A kernel that
+    never ends and a host loop that never returns alike: either kept its GPU from timing anything else, and the trials
+    queued behind the waiting timing, for the whole run timeout. Defence in depth is not its job: a candidate that
+    stops it is held by the judge's run timeout."""
 
     POLL_S = 0.1
 
@@ -423,7 +423,7 @@ class ForwardWatch:
             if self._stop.is_set():
                 return False
             self._stop.set()  # once
-            self.on_hang(round(self.clock() - since[0], 2))
+            self.on_hang(round(ran, 2))
         return True
 
     def _run(self) -> None:
