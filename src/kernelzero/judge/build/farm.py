@@ -243,8 +243,8 @@ class BuildResult:
     front: FrontResult | None = None  # the front check's outcome, when it ran (front.py)
 
     def record(self, stage_s: dict[str, float]) -> None:
-        """Its seconds in a verdict's stages: `build_farm`, and `front_check` and `front_wait` (the check's passes, and
-        its waits for a slot or the headers: parts of it) when the check ran."""
+        """Its seconds in a verdict's stages: `build_farm`, and `front_check` and `front_wait` (the check's own seconds,
+        and its waits for a slot or the headers: parts of it) when the check ran."""
         stage_s["build_farm"] = round(self.seconds, 3)
         if self.front is not None:
             stage_s["front_check"], stage_s["front_wait"] = self.front.seconds, self.front.waited

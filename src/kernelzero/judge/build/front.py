@@ -79,7 +79,7 @@ class FrontResult:
     feedback: str = ""
     why: str = ""
     seconds: float = 0.0
-    waited: float = 0.0  # `check_in_passes`: seconds waiting for a slot or the headers, besides `seconds`
+    waited: float = 0.0  # `check_with_headers`: seconds waiting for a slot or the headers, besides `seconds`
 
 
 def read_call(source: str) -> dict | None:
