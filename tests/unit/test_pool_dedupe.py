@@ -126,6 +126,51 @@ def test_shared_exclusive_lock_keeps_trials_out_of_timing():
     assert events == ["timed"]
 
 
+def test_shared_lock_lets_trials_past_a_waiting_timing_only_while_a_holder_is_stuck():
+    from kernelzero.judge.sandbox.gpulock import SharedExclusiveLock
+
+    now = [0.0]
+    lock, events = SharedExclusiveLock(lapse_s=0.1, clock=lambda: now[0]), []
+    entered = {name: threading.Event() for name in ("b", "c")}
+    leave = {name: threading.Event() for name in ("a", "b", "c")}
+
+    def trial(name):
+        with lock.shared():
+            events.append(name)
+            entered.get(name, threading.Event()).set()
+            leave[name].wait(5)
+
+    def timing():
+        with lock:
+            events.append("timed")
+
+    a = threading.Thread(target=trial, args=("a",))
+    a.start()
+    while not events:
+        time.sleep(0.01)
+    w = threading.Thread(target=timing)
+    w.start()
+    while lock._waiting == 0:  # the timing is queued behind `a`
+        time.sleep(0.01)
+    b = threading.Thread(target=trial, args=("b",))
+    b.start()
+    assert not entered["b"].wait(0.3)  # `a` is young: the waiting timing keeps new trials out
+    now[0] = 0.5  # `a` has now held the GPU past the lapse (a hang): `b` goes in beside it
+    assert entered["b"].wait(5)
+    leave["a"].set()
+    a.join(5)
+    c = threading.Thread(target=trial, args=("c",))
+    c.start()
+    assert not entered["c"].wait(0.3)  # `b` is young again: the preference holds, `c` waits for the timing
+    assert events == ["a", "b"]
+    leave["b"].set()
+    w.join(5)
+    assert entered["c"].wait(5)
+    leave["c"].set()
+    b.join(5), c.join(5)
+    assert events == ["a", "b", "timed", "c"]
+
+
 def test_select_gpus_picks_by_index_and_keeps_the_process_numbering():
     from kernelzero.judge.pool import select_gpus
 
