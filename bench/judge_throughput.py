@@ -273,7 +273,8 @@ def _summary(items: list, verdicts: list, wall: float) -> dict:
     sum_stage = {k: round(sum(v.stage_s.get(k, 0.0) for v in verdicts), 2) for k in stages}
     return {"wall_s": wall, "correct": sum(v.correct for v in verdicts), "n": len(items),
             "per_min": 60 * len(items) / wall, "build_farm_s": builds, "stage_median_s": per_stage,
-            "stage_total_s": sum_stage, "statuses": [v.status for v in verdicts]}  # fmt: skip
+            "stage_total_s": sum_stage, "statuses": [v.status for v in verdicts],
+            "stage_s": [{k: round(s, 3) for k, s in v.stage_s.items()} for v in verdicts]}  # fmt: skip
 
 
 def candidates_sha(items: list[tuple[str, str, str, str]]) -> str:
