@@ -408,6 +408,11 @@ def main() -> None:
     results: dict = {"device": device, "cpus": os.cpu_count(), "torch": torch.__version__,
                      "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
                      "date": time.strftime("%Y-%m-%d"), "commit": _commit()}  # fmt: skip
+
+    def save(results: dict) -> None:
+        if args.out:
+            Path(args.out).write_text(json.dumps(results, indent=1))
+
     for backend in backends:
         items = [c for c in every if c[3] == backend]
         (work / backend).mkdir()
@@ -426,8 +431,7 @@ def main() -> None:
             print(f"== {backend}: {len(items)} candidates, KernelBench way (fresh process per candidate) ...",
                   flush=True)  # fmt: skip
             def progress(partial: dict, backend: str = backend) -> None:
-                if args.out:
-                    Path(args.out).write_text(json.dumps({**results, backend: {"partial": partial}}, indent=1))
+                save({**results, backend: {"partial": partial}})
 
             prior = None
             if args.kernelbench_resume:
@@ -441,8 +445,7 @@ def main() -> None:
             built = kb.pop("built")
         if args.kernelbench_only:
             results[backend] = {"kernelbench_way": kb}
-            if args.out:
-                Path(args.out).write_text(json.dumps(results, indent=1))
+            save(results)
             continue
         warm = None
         if args.warm_bound:
@@ -491,7 +494,11 @@ def main() -> None:
                 print(f"   steady state, {o['farm_workers']} concurrent builds: {o['correct']}/{o['n']} correct, "
                       f"{o['wall_s']:.1f} s, {o['per_min']:.1f}/min, {o['per_min'] / kb['per_min']:.2f}x; build_farm "
                       f"median {o['stage_median_s'].get('build_farm')} s", flush=True)  # fmt: skip
-        restart = None
+        results[backend] = entry = {
+            "kernelbench_way": kb, "kernelbench_warm": warm, "ours": us, "ours_all_h": None, "warm_restart": None,
+            "ratio": us["per_min"] / kb["per_min"], "ratio_warm": us["per_min"] / warm["per_min"] if warm else None,
+            "ratio_steady": us["steady"] and us["steady"]["per_min"] / kb["per_min"]}  # fmt: skip
+        save(results)  # after each pass: a run cut short keeps every figure it measured
         if args.warm_restart:
             ctx = multiprocessing.get_context("spawn")  # a new process: nothing of this one's imports or caches
             with ProcessPoolExecutor(1, mp_context=ctx) as ex:
@@ -503,7 +510,8 @@ def main() -> None:
                   f"correct, {restart['wall_s']:.1f} s from spawn, {restart['per_min']:.1f}/min, "
                   f"{restart['per_min'] / kb['per_min']:.2f}x; pool up at {restart['pool_started_s']} s, first "
                   f"verdict at {restart['first_verdict_s']} s; farm {json.dumps(restart['farm'])}", flush=True)
-        all_h = None
+            entry["warm_restart"] = restart
+            save(results)
         if args.also_all_h and backend == "cuda":
             all_h = ours(items, device, work / backend, args.workers, steady=not args.no_steady, lean=False)
             st = all_h["steady"]
@@ -511,20 +519,14 @@ def main() -> None:
                   f"cold {all_h['wall_s']:.1f} s ({all_h['per_min'] / kb['per_min']:.2f}x)"
                   + (f", steady {st['wall_s']:.1f} s ({st['per_min'] / kb['per_min']:.2f}x)" if st else "")
                   + f"; farm {json.dumps(all_h['farm'])}", flush=True)  # fmt: skip
-        results[backend] = {"kernelbench_way": kb, "kernelbench_warm": warm, "ours": us, "ours_all_h": all_h,
-                            "warm_restart": restart,
-                            "ratio": us["per_min"] / kb["per_min"],
-                            "ratio_warm": us["per_min"] / warm["per_min"] if warm else None,
-                            "ratio_steady": us["steady"] and us["steady"]["per_min"] / kb["per_min"]}  # fmt: skip
-        vs_warm = f" (vs the warm bound {results[backend]['ratio_warm']:.2f}x)" if warm else ""
-        print(f"   ratio ours/KernelBench-way: {results[backend]['ratio']:.2f}x{vs_warm}", flush=True)
-        if args.out:  # after each backend: a run cut short keeps what it measured
-            Path(args.out).write_text(json.dumps(results, indent=1))
+            entry["ours_all_h"] = all_h
+            save(results)
+        vs_warm = f" (vs the warm bound {entry['ratio_warm']:.2f}x)" if warm else ""
+        print(f"   ratio ours/KernelBench-way: {entry['ratio']:.2f}x{vs_warm}", flush=True)
     print(json.dumps({b: {"kb_per_min": r["kernelbench_way"]["per_min"], "ours_per_min": r["ours"]["per_min"],
                           "ratio": r["ratio"], "ratio_warm": r["ratio_warm"], "ratio_steady": r["ratio_steady"]}
                       for b, r in results.items() if isinstance(r, dict) and "ratio" in r}, indent=1))  # fmt: skip
-    if args.out:
-        Path(args.out).write_text(json.dumps(results, indent=1))
+    save(results)
 
 
 if __name__ == "__main__":

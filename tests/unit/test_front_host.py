@@ -4,6 +4,7 @@ The logs are g++'s own output (C locale) on the realistic mix's candidates (benc
 against torch/extension.h as the check compiles them; the compile itself runs on the GPU machine's farm.
 """
 
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -17,6 +18,8 @@ from kernelzero.judge.build.front import (
     FrontResult,
     check_with_headers,
     conclude_host,
+    host_cut_command,
+    host_was_cut,
     read_call,
 )
 
@@ -137,13 +140,18 @@ def _mix_source(kind: str) -> str:
     return next(c for c in mix("cuda") if c.kind == kind).source
 
 
-@pytest.mark.parametrize(("host_rc", "device_rc", "status", "why"),
-                         [(137, 0, "passed", HOST_CUT), (0, 0, "passed", ""), (137, 1, "unsure", "device")])
-def test_a_host_check_cut_short_is_unsure_where_the_device_tu_passed(tmp_path, monkeypatch, host_rc, device_rc, status,
-                                                                     why):  # fmt: skip
-    """The farm cuts the host TU's g++ (`timeout -s KILL`, exit 137) once it has parsed the candidate's code without an
-    error (it stops at the first, `-Wfatal-errors`): passed, saying so; a device TU that failed decides as before
-    (here an error it is not certain of)."""
+KILLED = "c++: fatal error: Killed signal terminated program cc1plus\ncompilation terminated.\n"
+
+
+@pytest.mark.parametrize(("host_rc", "host_log", "device_rc", "status", "why"),
+                         [(1, KILLED, 0, "passed", HOST_CUT), (137, "", 0, "passed", HOST_CUT),
+                          (0, "", 0, "passed", ""), (1, KILLED, 1, "unsure", "device")])  # fmt: skip
+def test_a_host_check_cut_short_is_unsure_where_the_device_tu_passed(tmp_path, monkeypatch, host_rc, host_log,
+                                                                     device_rc, status, why):  # fmt: skip
+    """The farm cuts the host TU's g++ at a CPU-seconds limit (its compiler proper killed: the driver says so and
+    exits 1; or the wall-clock backstop, 137) once it has parsed the candidate's code without an error (it stops at
+    the first, `-Wfatal-errors`): passed, saying so; a device TU that failed decides as before (here an error it is
+    not certain of)."""
     import torch.utils.cpp_extension as cpp
 
     monkeypatch.setattr(cpp, "CUDA_HOME", str(tmp_path / "cuda"))
@@ -153,14 +161,37 @@ def test_a_host_check_cut_short_is_unsure_where_the_device_tu_passed(tmp_path, m
     def run(self, nvcc, flags, device_tu, preprocess, macros, host=None):
         runs.append(host[1])
         log = "device.cu(3): error: expected a \";\"" if device_rc else ""
-        return device_rc, log, None, (host_rc, "")
+        return device_rc, log, None, (host_rc, host_log)
 
     monkeypatch.setattr(FrontCheck, "_run", run)
     front = FrontCheck(host_pch=lambda flags: str(tmp_path / "pch"), max_headers=0)
     result = front.check(_mix_source("ok"), host_cap_s=1.0)
-    assert runs[0][:4] == ["timeout", "-s", "KILL", "1"]
+    assert runs[0][:7] == ["timeout", "-s", "KILL", "20", "sh", "-c", 'ulimit -t 1; exec "$@"']
     assert runs[0][-3:] == ["-Wfatal-errors", "-fsyntax-only", "host.cpp"]  # g++ stops at the first error
     assert result.status == status and (result.why == why if why != "device" else result.why != HOST_CUT)
+
+
+def test_the_host_cut_counts_cpu_seconds_and_is_told_from_a_compile_error(tmp_path):
+    """A real g++ (no torch: a constexpr loop of billions of steps) run under `host_cut_command` is killed once it
+    has spent 1 CPU second, however long that takes on a loaded machine, and the run reads as cut; g++ reporting the
+    candidate's own error does not."""
+    import shutil
+
+    gxx = shutil.which("g++") or shutil.which("c++")
+    if gxx is None:
+        pytest.skip("no C++ compiler")
+    (tmp_path / "spin.cpp").write_text(
+        "constexpr long spin() { long s = 0; for (long i = 0; i < 40000000000L; ++i) s += i % 7; return s; }\n"
+        "static_assert(spin() != 1);\n")  # fmt: skip
+    (tmp_path / "bad.cpp").write_text("int f() { return undeclared_name; }\n")
+    limits = ["-fconstexpr-loop-limit=2147483647", "-fconstexpr-ops-limit=4611686018427387904"]
+    runs = {}
+    for name in ("spin", "bad"):
+        cmd = host_cut_command([gxx, *limits, "-Wfatal-errors", "-fsyntax-only", f"{name}.cpp"], 1.0)
+        done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        runs[name] = (done.returncode, done.stderr)
+    assert host_was_cut(*runs["spin"]), runs["spin"]
+    assert runs["bad"][0] == 1 and "undeclared_name" in runs["bad"][1] and not host_was_cut(*runs["bad"])
 
 
 def test_a_check_waits_for_a_slot_and_its_seconds_and_waits_are_told_apart():

@@ -267,7 +267,7 @@ class BuildFarm:
     pch_wait_s: float = 240.0  # a build waits this long for headers being precompiled (parsing torch doubles it)
     probe: bool = True  # once the headers are built, ask a build worker whether its compiler takes them
     front: bool = True  # a front check before each build answers certain compile errors in seconds (front.py)
-    front_host_cap_s: float = 1.0  # the host check's cut: past the parse, only torch's pending templates (front.py)
+    front_host_cap_s: float = 1.0  # the host check's cut, CPU seconds: past the parse, torch's pending templates
     tricks: str = "lean"  # how far the build tricks go, for their ablation (TRICKS; bench/build_ablation.py)
 
     def __post_init__(self) -> None:

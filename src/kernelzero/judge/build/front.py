@@ -37,6 +37,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import math
 import os
 import re
 import shlex
@@ -68,6 +69,25 @@ _COUNT = re.compile(r"^\d+ errors? detected in the compilation of ")
 
 
 HOST_CUT = "the host TU parsed without an error; the check was cut during GCC's template instantiation"
+HOST_WALL_FACTOR = 20  # a cut host check's wall-clock backstop: this many times its CPU seconds
+_CC1_KILLED = "signal terminated program cc1plus"  # g++'s driver, when its compiler proper was killed
+
+
+def host_cut_command(command: list[str], cpu_s: float) -> list[str]:
+    """`command` (g++) with each of its processes limited to `cpu_s` CPU seconds (RLIMIT_CPU: whole seconds, killed
+    at the limit), behind a wall-clock backstop. CPU seconds, not wall seconds: under a batch's builds the check gets
+    a fraction of a core, and a 1 s wall cut on the H200 stopped g++ before it had parsed the candidate's code (9 of
+    19 host-code errors went on to full builds); the parse takes the same ~0.1-0.3 CPU seconds under any load."""
+    cpu = max(1, math.ceil(cpu_s))
+    return ["timeout", "-s", "KILL", str(cpu * HOST_WALL_FACTOR), "sh", "-c", f'ulimit -t {cpu}; exec "$@"', "kz-host",
+            *command]  # fmt: skip
+
+
+def host_was_cut(rc: int, log: str) -> bool:
+    """Whether a `host_cut_command` run was cut: the compiler proper killed at its CPU limit (the driver reports it
+    and exits 1) or the whole check at the backstop (137). A candidate's `#error` naming the driver's words reads as
+    a cut: the full build then decides, the safe side."""
+    return rc == 128 + signal.SIGKILL or (rc != 0 and _CC1_KILLED in log)
 
 
 @dataclass
@@ -388,11 +408,11 @@ class FrontCheck:
 
     def check(self, source: str, host_cap_s: float | None = None) -> FrontResult:
         """The front check of `source`'s first load_inline call (never raises for the candidate's faults). With
-        `host_cap_s`, the host TU's check is cut after that many seconds. g++ stops at the first error
-        (`-Wfatal-errors`), so an error in the candidate's code is reported in ~0.1-0.3 s, as it is parsed; the rest of
-        a clean check, ~4.5 s of 5, is GCC instantiating the templates torch's header left pending, the same for an
-        empty TU, where only an error inside a template the candidate instantiates could show. A cut check is
-        `passed` with why HOST_CUT where the device TU passed."""
+        `host_cap_s`, the host TU's check is cut after that many CPU seconds (`host_cut_command`). g++ stops at the
+        first error (`-Wfatal-errors`), so an error in the candidate's code is reported in ~0.1-0.3 s, as it is parsed;
+        the rest of a clean check, ~4.5 s of 5, is GCC instantiating the templates torch's header left pending, the
+        same for an empty TU, where only an error inside a template the candidate instantiates could show. A cut check
+        is `passed` with why HOST_CUT where the device TU passed."""
         import torch.utils.cpp_extension as cpp
 
         t0 = time.monotonic()
@@ -406,7 +426,7 @@ class FrontCheck:
         nvcc, flags = nvcc_command(list(a["extra_cflags"] or []), extra, self.arch)
         host = self._host_job(a)
         if host is not None and host_cap_s is not None:
-            host = (host[0], ["timeout", "-s", "KILL", f"{host_cap_s:g}", *host[1]])
+            host = (host[0], host_cut_command(host[1], host_cap_s))
         cuda_text = plain.split("\n", 3)[3]
         parts = split_includes(cuda_text) if self.max_headers > 0 else None
         key = json.dumps([nvcc, flags, self.arch, parts[0] if parts else None])
@@ -435,7 +455,7 @@ class FrontCheck:
             rc, log, texts, again = self._run(nvcc, flags, device_tu, plain, macros=False, host=unchecked)
             hosted = again if unchecked is not None else hosted
             result = conclude(rc, log, device_tu, texts)
-        if host_cap_s is not None and hosted is not None and hosted[0] == 128 + signal.SIGKILL:
+        if host_cap_s is not None and hosted is not None and host_was_cut(*hosted):
             result = FrontResult("passed", why=HOST_CUT) if result.status == "passed" else result
         elif host is not None and hosted is not None and result.status != "compile_error":
             on_host = conclude_host(*hosted, host[0])
