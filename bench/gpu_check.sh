@@ -18,10 +18,16 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH="$PWD/src:${PYTHONPATH:-}" PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-if [ "${KZ_MEMLOG:-1}" = 1 ]; then  # host and GPU memory every 3 s, and the largest processes: who held what
-  ( while true; do echo "$(date +%T) host $(free -g | awk '/Mem/{print $3"G used "$5"G shared"}') gpu $(nvidia-smi \
-      --query-gpu=memory.used,utilization.gpu --format=csv,noheader) top-rss-MB $(ps -eo rss=,comm= --sort=-rss | head -3 \
-      | awk '{printf "%s:%d ", $2, $1/1024}')"; sleep 3; done ) > "$OUT/mem.log" 2>&1 &
+if [ "${KZ_MEMLOG:-1}" = 1 ]; then  # every 3 s: CPU busy % since the last line (is a batch CPU-bound?), host and GPU
+  # memory, and the largest processes: who held what
+  ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8}' /proc/stat; }  # busy, all (jiffies)
+  ( prev=$(ticks); while true; do sleep 3; now=$(ticks)
+      cpu=$(echo "$prev $now" | awk '{d = $4 - $2; printf "%d", (d > 0 ? 100 * ($3 - $1) / d : 0)}'); prev=$now
+      host=$(free -g | awk '/Mem/{print $3"G used "$5"G shared"}')
+      gpu=$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader)
+      top=$(ps -eo rss=,comm= --sort=-rss | head -3 | awk '{printf "%s:%d ", $2, $1/1024}')
+      echo "$(date +%T) cpu ${cpu}% load $(cut -d' ' -f1 /proc/loadavg) host $host gpu $gpu top-rss-MB $top"
+    done ) > "$OUT/mem.log" 2>&1 &
   MEMLOG=$!; trap 'kill $MEMLOG 2>/dev/null' EXIT
 fi
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
