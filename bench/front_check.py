@@ -147,18 +147,33 @@ def main() -> int:
             attempts.append((s, ok))
         figures["full_attempt_median_s"] = med([s for s, _ in attempts])
     if args.load:
-        figures["under_load"] = under_load(check, [c for c in cases if c.kind == "compile"], args.load)
+        figures["under_load"] = under_load(check, [c for c in cases if c.kind == "compile"], args.load, args.host_cap)
     print(json.dumps(figures, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps({"figures": figures, "rows": rows}, indent=1))
     return 1 if false else 0
 
 
-def under_load(check: FrontCheck, cases: list, n: int) -> dict:
+def under_load(check: FrontCheck, cases: list, n: int, host_cap: float = 0.0) -> dict:
     """Median check seconds of `cases` while `n` busy loops run at niceness 0, then at BUILD_NICE (the farm's builds),
     and their ratio. The busy loops stand in for a batch's builds: CPU-bound, one core each, each in a session of its
-    own and niced as a build worker nices itself (`worker.apply_nice`)."""
+    own and niced as a build worker nices itself (`worker.apply_nice`). With `host_cap`, also how many of them the cut
+    check (the farm's) concludes under the un-niced load, where each check gets the smallest share of a core."""
     figures = {}
+    if host_cap:
+        spin = "while True: pass"
+        busy = [subprocess.Popen([sys.executable, "-c", spin], start_new_session=True) for _ in range(n)]
+        try:
+            cut = [check.check(c.source, host_cap) for c in cases]
+        finally:
+            for b in busy:
+                b.kill()
+                b.wait()
+        concluded = sum(r.status == "compile_error" for r in cut)
+        figures["cut_concluded_nice_0"] = concluded
+        figures["cut_median_s_nice_0"] = med([r.seconds for r in cut])
+        print(f"{len(cases)} compile errors under {n} busy processes at niceness 0, host check cut at {host_cap:g} "
+              f"CPU s: {concluded} concluded, median {med([r.seconds for r in cut]):.2f} s", flush=True)  # fmt: skip
     for nice in (0, BUILD_NICE):
         spin = f"from kernelzero.judge.sandbox.worker import apply_nice\napply_nice('{nice}')\nwhile True: pass"
         busy = [subprocess.Popen([sys.executable, "-c", spin], start_new_session=True)  # a session each, as builds
