@@ -14,12 +14,13 @@ import pytest
 from kernelzero.judge.build.farm import BuildFarm
 from kernelzero.judge.build.front import (
     HOST_CUT,
+    HOST_END,
     FrontCheck,
     FrontResult,
     check_with_headers,
     conclude_host,
     host_cut_command,
-    host_was_cut,
+    host_parsed,
     read_call,
 )
 
@@ -141,17 +142,19 @@ def _mix_source(kind: str) -> str:
 
 
 KILLED = "c++: fatal error: Killed signal terminated program cc1plus\ncompilation terminated.\n"
+AT_END = f"host.cpp:14:15: error: static assertion failed: {HOST_END}\ncompilation terminated due to -Wfatal-errors.\n"
 
 
 @pytest.mark.parametrize(("host_rc", "host_log", "device_rc", "status", "why"),
-                         [(1, KILLED, 0, "passed", HOST_CUT), (137, "", 0, "passed", HOST_CUT),
-                          (0, "", 0, "passed", ""), (1, KILLED, 1, "unsure", "device")])  # fmt: skip
-def test_a_host_check_cut_short_is_unsure_where_the_device_tu_passed(tmp_path, monkeypatch, host_rc, host_log,
-                                                                     device_rc, status, why):  # fmt: skip
-    """The farm cuts the host TU's g++ at a CPU-seconds limit (its compiler proper killed: the driver says so and
-    exits 1; or the wall-clock backstop, 137) once it has parsed the candidate's code without an error (it stops at
-    the first, `-Wfatal-errors`): passed, saying so; a device TU that failed decides as before (here an error it is
-    not certain of)."""
+                         [(1, AT_END, 0, "passed", HOST_CUT), (1, KILLED, 0, "passed", HOST_CUT),
+                          (137, "", 0, "passed", HOST_CUT), (0, "", 0, "passed", ""),
+                          (1, AT_END, 1, "unsure", "device")])  # fmt: skip
+def test_a_host_check_stopped_after_the_parse_is_passed_where_the_device_tu_passed(tmp_path, monkeypatch, host_rc,
+                                                                                   host_log, device_rc, status, why):
+    """The farm's host check stops once g++ has parsed the candidate's code without an error (it stops at the first,
+    `-Wfatal-errors`): at the assertion appended after that code, or at a CPU-seconds limit (its compiler proper
+    killed: the driver says so and exits 1; or the wall-clock backstop, 137): passed, saying so; a device TU that
+    failed decides as before (here an error it is not certain of)."""
     import torch.utils.cpp_extension as cpp
 
     monkeypatch.setattr(cpp, "CUDA_HOME", str(tmp_path / "cuda"))
@@ -159,15 +162,17 @@ def test_a_host_check_cut_short_is_unsure_where_the_device_tu_passed(tmp_path, m
     runs = []
 
     def run(self, nvcc, flags, device_tu, preprocess, macros, host=None):
-        runs.append(host[1])
+        runs.append(host)
         log = "device.cu(3): error: expected a \";\"" if device_rc else ""
         return device_rc, log, None, (host_rc, host_log)
 
     monkeypatch.setattr(FrontCheck, "_run", run)
     front = FrontCheck(host_pch=lambda flags: str(tmp_path / "pch"), max_headers=0)
     result = front.check(_mix_source("ok"), host_cap_s=1.0)
-    assert runs[0][:7] == ["timeout", "-s", "KILL", "20", "sh", "-c", 'ulimit -t 1; exec "$@"']
-    assert runs[0][-3:] == ["-Wfatal-errors", "-fsyntax-only", "host.cpp"]  # g++ stops at the first error
+    tu, command = runs[0]
+    assert command[:7] == ["timeout", "-s", "KILL", "20", "sh", "-c", 'ulimit -t 1; exec "$@"']
+    assert command[-3:] == ["-Wfatal-errors", "-fsyntax-only", "host.cpp"]  # g++ stops at the first error
+    assert tu.rstrip().endswith(f'static_assert(false, "{HOST_END}");')  # after all of the candidate's code
     assert result.status == status and (result.why == why if why != "device" else result.why != HOST_CUT)
 
 
@@ -190,8 +195,8 @@ def test_the_host_cut_counts_cpu_seconds_and_is_told_from_a_compile_error(tmp_pa
         cmd = host_cut_command([gxx, *limits, "-Wfatal-errors", "-fsyntax-only", f"{name}.cpp"], 1.0)
         done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60)
         runs[name] = (done.returncode, done.stderr)
-    assert host_was_cut(*runs["spin"]), runs["spin"]
-    assert runs["bad"][0] == 1 and "undeclared_name" in runs["bad"][1] and not host_was_cut(*runs["bad"])
+    assert host_parsed(*runs["spin"]), runs["spin"]
+    assert runs["bad"][0] == 1 and "undeclared_name" in runs["bad"][1] and not host_parsed(*runs["bad"])
 
 
 def test_a_check_waits_for_a_slot_and_its_seconds_and_waits_are_told_apart():
