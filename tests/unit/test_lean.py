@@ -1,6 +1,7 @@
 """The lean host build's guard (judge/lean.py): which host code may be compiled against the lean headers."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -56,6 +57,25 @@ def test_installed_table_needs_the_audited_headers_byte_for_byte(tmp_path, monke
     finally:
         lean.installed_table.cache_clear()
     assert lean.header_text(table) == "#pragma once\n#include <torch/types.h>\n"
+
+
+def test_the_fingerprint_is_kept_while_the_headers_stat_the_same_and_computed_again_when_one_changes(tmp_path):
+    include, memo = tmp_path / "include", tmp_path / "cache" / "torch-headers.json"
+    (include / "torch").mkdir(parents=True)
+    memo.parent.mkdir()
+    header = include / "torch" / "a.h"
+    header.write_text("int a;\n")
+    digest = lean.fingerprint(include)
+    assert lean.fingerprint(include, memo) == digest  # computed, then kept
+    kept = json.loads(memo.read_text())
+    assert kept["fingerprint"] == digest
+    memo.write_text(json.dumps({**kept, "fingerprint": "read-back"}))  # the memo is what a second judge reads
+    assert lean.fingerprint(include, memo) == "read-back"
+    header.write_text("int b;\n")  # same size, a new modification time: the signature no longer holds
+    os.utime(header, ns=(1, 10**18))
+    assert lean.fingerprint(include, memo) == lean.fingerprint(include) != digest
+    memo.write_text("{not json")
+    assert lean.fingerprint(include, memo) == lean.fingerprint(include)  # an unreadable memo is computed again
 
 
 def _load_inline_args(source: str) -> list[dict]:

@@ -529,7 +529,7 @@ class BuildFarm:
         t0 = time.monotonic()
         try:
             with_cuda = has_cuda_toolkit()
-            table = installed_table() if self.bind and self.lean else None
+            table = installed_table(str(self.root)) if self.bind and self.lean else None
             if table is not None:
                 self._lean_table = str(TABLES / table_name(table["torch"]))
             jobs = [(self._one_pch, (flags, with_cuda, light)) for flags in PCH_FLAG_SETS
@@ -548,7 +548,7 @@ class BuildFarm:
             self.probe_headers()
 
     def _one_pch(self, flags: list[str], with_cuda: bool, light: bool = False) -> None:
-        lean = installed_table() if light and self._lean_table else None
+        lean = installed_table(str(self.root)) if light and self._lean_table else None
         kind = ["lean", lean["fingerprint"], lean["includes"]] if lean else ["all.h"] if light else []
         out = self.root / "pch" / _digest(flags, toolchain(), with_cuda, *kind)
         product = f"{HEADER}.gch" if lean else "torch/all.h.gch" if light else "torch/extension.h.gch"
