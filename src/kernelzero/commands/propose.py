@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -102,16 +103,17 @@ def propose_command(
         coder_policy = load_policy(coder, device=gen_device) if coder else None
     except (GenerationError, ValueError) as e:
         fail(str(e))
-    judge_fn = None
+    judges = contextlib.nullcontext()
     if coder_policy is not None:
         from kernelzero.judge.pool import JudgePool
 
-        judge_fn = JudgePool(JudgeOptions(device=device)).judge
+        judges = JudgePool(JudgeOptions(device=device))
     sampling = SamplingConfig(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
     try:
-        summary = propose_batch(policy, sets, validator, sampling=sampling, coder=coder_policy, k=k,
-                                judge_fn=judge_fn, backend=backend, on_stage=lambda m: typer.echo(m, err=True),
-                                brief=prompts == "brief")  # fmt: skip
+        with judges as judge_pool:  # closed on the way out: its warm workers and build farm do not outlive the batch
+            summary = propose_batch(policy, sets, validator, sampling=sampling, coder=coder_policy, k=k,
+                                    judge_fn=judge_pool.judge if judge_pool is not None else None, backend=backend,
+                                    on_stage=lambda m: typer.echo(m, err=True), brief=prompts == "brief")  # fmt: skip
     except GenerationError as e:
         fail(str(e), code=1)
     tasks_path, summary_path = write_outputs(summary, out)
