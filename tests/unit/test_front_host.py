@@ -4,6 +4,7 @@ The logs are g++'s own output (C locale) on the realistic mix's candidates (benc
 against torch/extension.h as the check compiles them; the compile itself runs on the GPU machine's farm.
 """
 
+import os
 import subprocess
 import sys
 import threading
@@ -197,6 +198,28 @@ def test_the_host_cut_counts_cpu_seconds_and_is_told_from_a_compile_error(tmp_pa
         runs[name] = (done.returncode, done.stderr)
     assert host_parsed(*runs["spin"]), runs["spin"]
     assert runs["bad"][0] == 1 and "undeclared_name" in runs["bad"][1] and not host_parsed(*runs["bad"])
+
+
+def test_the_end_marker_is_reported_only_after_the_candidates_code_parsed_clean(tmp_path):
+    """Real g++ (no torch), first error fatal, as the farm runs it: a clean TU stops at the assertion appended after
+    it (read as parsed), a TU with an error stops at that error (not read as parsed: conclude_host decides)."""
+    import shutil
+
+    from kernelzero.judge.build.front import _HOST_END_DECL
+
+    gxx = shutil.which("g++") or shutil.which("c++")
+    if gxx is None:
+        pytest.skip("no C++ compiler")
+    runs = {}
+    for name, code in (("clean", "int f(int x) { return x + 1; }\n"), ("bad", "int f(int x) { return x + y; }\n")):
+        (tmp_path / f"{name}.cpp").write_text(code + _HOST_END_DECL)
+        cmd = host_cut_command([gxx, "-Wfatal-errors", "-fsyntax-only", f"{name}.cpp"], 1.0)
+        done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "LC_ALL": "C"})  # fmt: skip
+        runs[name] = (done.returncode, done.stderr)
+    assert runs["clean"][0] == 1 and HOST_END in runs["clean"][1] and host_parsed(*runs["clean"])
+    assert "'y' was not declared" in runs["bad"][1] and HOST_END not in runs["bad"][1]
+    assert not host_parsed(*runs["bad"])
 
 
 def test_a_check_waits_for_a_slot_and_its_seconds_and_waits_are_told_apart():
