@@ -159,7 +159,7 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
     from kernelzero.judge.pool import JudgePool
     from kernelzero.tasks import Task
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), cpu_seconds()
     tasks = {}
     for name, task_src, _, _ in items:
         p = work / f"ours_{name}_task.py"
@@ -172,13 +172,15 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
         if pool.farm:
             pool.farm.lean = lean  # read when the headers are built, at the first build
         verdicts, _, latency = _judged(pool, [(tasks[t], c, b) for _, t, c, b in items])
+        cold_cpu = cpu_seconds() - cpu0
         reference_s = sorted(r.seconds for j in pool.judges for r in j._refs.values())
         cold_in_pool = time.perf_counter() - t0
 
         def steady_pass(mark: str) -> dict:  # the same candidates as new sources: nothing built or judged is reused
-            t1 = time.perf_counter()
+            t1, cpu1 = time.perf_counter(), cpu_seconds()
             again, done_s, lat = _judged(pool, [(tasks[t], c + mark, b) for _, t, c, b in items])
-            return {**_summary(items, again, time.perf_counter() - t1), "done_s": done_s, "latency_s": lat}
+            return {**_summary(items, again, time.perf_counter() - t1, cpu_seconds() - cpu1), "done_s": done_s,
+                    "latency_s": lat}
 
         warm = None
         if steady:
@@ -206,15 +208,15 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
     if warm is not None:  # the cold figure is the first pass alone
         others = warm["other_slot_counts"] + warm["other_farm_sizes"] + ([warm["no_bind"]] if warm["no_bind"] else [])
         wall -= warm["wall_s"] + sum(o["wall_s"] for o in others)
-    return {**_summary(items, verdicts, wall), "farm": farm, "reference_s": reference_s, "slots_per_gpu": slots,
-            "cold_in_pool_s": cold_in_pool, "steady": warm, "latency_s": latency}  # fmt: skip
+    return {**_summary(items, verdicts, wall, cold_cpu), "farm": farm, "reference_s": reference_s,
+            "slots_per_gpu": slots, "cold_in_pool_s": cold_in_pool, "steady": warm, "latency_s": latency}  # fmt: skip
 
 
 RESTART_MARK = "\n# warm restart: a second judge process, the same build cache, new sources\n"
 
 
 def restart_pass(items: list[tuple[str, str, str, str]], device: str, cache: str, run_timeout_s: float | None,
-                 launched: float) -> dict:  # fmt: skip
+                 launched: float, cpu_at_launch: float = 0.0) -> dict:  # fmt: skip
     """Run in a freshly spawned process: a second judge on this machine, started after the first, with the same build
     cache (precompiled headers and bridge already there, as a restarted trainer finds them), judging the candidates
     as new sources. Seconds are counted from `launched` (the parent's clock when it spawned this process)."""
@@ -229,9 +231,9 @@ def restart_pass(items: list[tuple[str, str, str, str]], device: str, cache: str
     with JudgePool(opts, cache_dir=cache) as pool:
         started = time.time() - launched
         verdicts, done_s, latency = _judged(pool, [(tasks[t], c + RESTART_MARK, b) for _, t, c, b in items])
-        wall = time.time() - launched
+        wall, cpu_s = time.time() - launched, cpu_seconds() - cpu_at_launch
         farm = pool.farm.state_dict() if pool.farm else None
-    return {**_summary(items, verdicts, wall), "pool_started_s": round(started, 2), "latency_s": latency,
+    return {**_summary(items, verdicts, wall, cpu_s), "pool_started_s": round(started, 2), "latency_s": latency,
             "first_verdict_s": round(started + done_s[0], 2) if done_s else None, "farm": farm}  # fmt: skip
 
 
@@ -263,7 +265,26 @@ def check_mix(items: list, expected: dict, statuses: list[str], latency: list[fl
             if compile_lat else None}  # fmt: skip
 
 
-def _summary(items: list, verdicts: list, wall: float) -> dict:
+def cpu_seconds() -> float:
+    """Busy CPU seconds of the whole machine so far (/proc/stat: user, nice, system, irq, softirq, steal; 0 where
+    there is none): the difference over a pass, against its wall times the cores, says how CPU-bound the pass was, on
+    a machine running nothing else. Machine-wide, not this process's children: the judge kills a finished worker's
+    process group, and a process killed before its parent reaped it is in no one's resource usage."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu(figures: dict) -> str:
+    """A pass's CPU seconds and how busy they kept the machine, for the printed lines."""
+    return f"{figures['cpu_s']} CPU s ({100 * (figures['cpu_busy'] or 0):.0f}% of the cores)"
+
+
+def _summary(items: list, verdicts: list, wall: float, cpu_s: float | None = None) -> dict:
     for (name, *_), v in zip(items, verdicts):
         if not v.correct:
             print(f"  ours: {name}: {v.status} {v.feedback[:300]}")
@@ -274,7 +295,9 @@ def _summary(items: list, verdicts: list, wall: float) -> dict:
     return {"wall_s": wall, "correct": sum(v.correct for v in verdicts), "n": len(items),
             "per_min": 60 * len(items) / wall, "build_farm_s": builds, "stage_median_s": per_stage,
             "stage_total_s": sum_stage, "statuses": [v.status for v in verdicts],
-            "stage_s": [{k: round(s, 3) for k, s in v.stage_s.items()} for v in verdicts]}  # fmt: skip
+            "stage_s": [{k: round(s, 3) for k, s in v.stage_s.items()} for v in verdicts],
+            "cpu_s": cpu_s and round(cpu_s, 1),
+            "cpu_busy": cpu_s and round(cpu_s / (wall * (os.cpu_count() or 1)), 3)}  # fmt: skip
 
 
 def candidates_sha(items: list[tuple[str, str, str, str]]) -> str:
@@ -465,8 +488,9 @@ def main() -> None:
             us["mix"] = check_mix(items, expected, us["statuses"], us["latency_s"])
             print(f"   mix: {us['mix']['mismatches']} verdicts differ from their expected status; compile errors "
                   f"answered in a median {us['mix']['compile_error_latency_median_s']} s", flush=True)  # fmt: skip
-        print(f"   {us['correct']}/{us['n']} correct, {us['wall_s']:.1f} s, {us['per_min']:.1f}/min; median stage "
-              f"seconds {json.dumps(us['stage_median_s'])}\n   summed over candidates {json.dumps(us['stage_total_s'])}"
+        print(f"   {us['correct']}/{us['n']} correct, {us['wall_s']:.1f} s, {us['per_min']:.1f}/min, {cpu(us)}; "
+              f"median stage seconds {json.dumps(us['stage_median_s'])}\n   summed over candidates "
+              f"{json.dumps(us['stage_total_s'])}"
               f"\n   reference workers (s): {us['reference_s']}; slots per GPU {us['slots_per_gpu']}; "
               f"farm {json.dumps(us['farm'])}", flush=True)  # fmt: skip
         st = us["steady"]
@@ -477,7 +501,7 @@ def main() -> None:
         if st:
             print(f"   steady state (same pool; the same candidates as new sources): {st['correct']}/{st['n']} correct,"
                   f" {st['wall_s']:.1f} s, {st['per_min']:.1f}/min, {st['per_min'] / kb['per_min']:.2f}x the "
-                  f"KernelBench way ({st['farm_workers']} concurrent builds); median stage seconds "
+                  f"KernelBench way ({st['farm_workers']} concurrent builds, {cpu(st)}); median stage seconds "
                   f"{json.dumps(st['stage_median_s'])}\n   verdicts arrived at (s) {st['done_s']}; builds took (s) "
                   f"{sorted(st['build_farm_s'])}", flush=True)  # fmt: skip
             for o in st["other_slot_counts"]:
@@ -503,13 +527,14 @@ def main() -> None:
             ctx = multiprocessing.get_context("spawn")  # a new process: nothing of this one's imports or caches
             with ProcessPoolExecutor(1, mp_context=ctx) as ex:
                 restart = ex.submit(restart_pass, items, device, str(work / backend / "build-cache"), timeout,
-                                    time.time()).result()  # fmt: skip
+                                    time.time(), cpu_seconds()).result()  # fmt: skip
             if expected:
                 restart["mix"] = check_mix(items, expected, restart["statuses"], restart["latency_s"])
             print(f"   warm restart (second process, same cache, new sources): {restart['correct']}/{restart['n']} "
                   f"correct, {restart['wall_s']:.1f} s from spawn, {restart['per_min']:.1f}/min, "
-                  f"{restart['per_min'] / kb['per_min']:.2f}x; pool up at {restart['pool_started_s']} s, first "
-                  f"verdict at {restart['first_verdict_s']} s; farm {json.dumps(restart['farm'])}", flush=True)
+                  f"{restart['per_min'] / kb['per_min']:.2f}x, {cpu(restart)}; pool up at "
+                  f"{restart['pool_started_s']} s, first verdict at {restart['first_verdict_s']} s; farm "
+                  f"{json.dumps(restart['farm'])}", flush=True)
             entry["warm_restart"] = restart
             save(results)
         if args.also_all_h and backend == "cuda":
