@@ -146,19 +146,26 @@ def test_bad_input_is_one_line_and_exit_2_before_torch(tmp_path, args, message):
 
 
 def test_the_corpus_judge_reuses_recorded_verdicts_after_a_kill(tmp_path):
-    calls = []
+    calls, kill_after = [], [None]
 
     class Pool:
-        def judge_many(self, requests):
+        def imap(self, requests):  # every request in flight at once, verdicts yielded in order
             calls.append([t.name for t, _, _ in requests])
-            return [Verdict(status="ok", correct=True, backend=b, device="cpu", task=t.name) for t, _, b in requests]
+            for n, (t, _, b) in enumerate(requests):
+                if n == kill_after[0]:
+                    raise KeyboardInterrupt
+                yield Verdict(status="ok", correct=True, backend=b, device="cpu", task=t.name)
 
-    requests = [(Task(name=f"t{i}", source="x"), f"solution {i}", "triton") for i in range(3)]
+    requests = [(Task(name=f"t{i}", source="x"), f"solution {i}", "triton") for i in range(4)]
     with _VerdictCache(tmp_path / "verdicts.jsonl", Pool, lambda m: None) as cache:
         first = cache.judge_many(requests[:2])
+    kill_after[0] = 1  # killed once t2's verdict is in: it is on disk, t3 is judged again
+    with pytest.raises(KeyboardInterrupt), _VerdictCache(tmp_path / "verdicts.jsonl", Pool, lambda m: None) as cache:
+        cache.judge_many(requests)
+    kill_after[0] = None
     with _VerdictCache(tmp_path / "verdicts.jsonl", Pool, lambda m: None) as cache:
         again = cache.judge_many(requests)
-    assert calls == [["t0", "t1"], ["t2"]] and [v.task for v in again] == ["t0", "t1", "t2"]
+    assert calls == [["t0", "t1"], ["t2", "t3"], ["t3"]] and [v.task for v in again] == ["t0", "t1", "t2", "t3"]
     assert [v.to_dict() for v in again[:2]] == [v.to_dict() for v in first]
     changed = [(requests[0][0], "another solution", "triton")]  # same task, other source: judged, not reused
     with _VerdictCache(tmp_path / "verdicts.jsonl", Pool, lambda m: None) as cache:
@@ -192,3 +199,25 @@ def test_every_stage_judges_speed_against_eager_only(tmp_path):
     options = study.judge_options()
     assert options.compile_baseline is False and options.trials == 2 and options.device == "cpu"
     assert study.run_config(tmp_path / "corpus").judge == options  # the loop's judge is the same
+    assert options.timing is True and study.judge_options(timed=False).timing is False  # the corpus: `ok` alone
+
+
+def test_the_corpus_pool_is_untimed_and_the_next_stage_gets_a_timed_one(monkeypatch, tmp_path):
+    from kernelzero.judge import pool as pool_mod
+
+    made = []
+
+    class Pool:
+        def __init__(self, options, workers=None):
+            made.append(options.timing)
+            self.closed = False
+
+        def close(self, wait=True, kill=False):
+            self.closed = True
+
+    monkeypatch.setattr(pool_mod, "JudgePool", Pool)
+    study = Study(StudyConfig(device="cpu"), tmp_path)
+    corpus = study.judge(timed=False)
+    assert study.judge(timed=False) is corpus and made == [False]  # one pool for the whole corpus stage
+    evaluations = study.judge()
+    assert corpus.closed and evaluations is not corpus and made == [False, True]

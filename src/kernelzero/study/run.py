@@ -66,22 +66,28 @@ class Study:
         self.config, self.out, self.arm, self.seed, self.say = config, Path(out).resolve(), arm, seed, say
         self.seed_dir = self.out / f"seed-{seed}"
         self.arm_dir = self.seed_dir / arm
-        self._pool = None
+        self._pool, self._pool_timed = None, True
         self.invocation = f"{time.strftime('%Y-%m-%dT%H:%M:%S')}-{os.getpid()}"
 
     # ------------------------------------------------------------------ plumbing
-    def judge(self):
+    def judge(self, timed: bool = True):
+        """The study's JudgePool, timed (evaluations: fast_1) or not (the corpus: only `ok` counts there)."""
+        if self._pool is not None and self._pool_timed != timed:
+            self.close_judge()
         if self._pool is None:
             from kernelzero.judge.pool import JudgePool
 
-            self._pool = JudgePool(self.judge_options(), workers=self.config.judge_workers)
+            self._pool = JudgePool(self.judge_options(timed), workers=self.config.judge_workers)
+            self._pool_timed = timed
         return self._pool
 
-    def judge_options(self) -> JudgeOptions:
+    def judge_options(self, timed: bool = True) -> JudgeOptions:
         """The judge of every stage (corpus, evaluations, the loop): speed against eager only. fast_1 is against
         eager, and torch.compile of each task's reference cost 13.8 s a task (median) on the H200's corpus stage, half
-        of its reference work: 192 of 1,024 tasks judged in 9 minutes."""
-        return JudgeOptions(device=self.config.device, trials=self.config.judge_trials, compile_baseline=False)
+        of its reference work: 192 of 1,024 tasks judged in 9 minutes. `timed=False`: correctness alone, for the
+        corpus, whose pairs need only be `ok` (each timing holds the GPU alone: 1,024 tasks' timings in a row)."""
+        return JudgeOptions(device=self.config.device, trials=self.config.judge_trials, compile_baseline=False,
+                            timing=timed)  # fmt: skip
 
     def close_judge(self, kill: bool = False) -> None:
         if self._pool is not None:
@@ -140,8 +146,9 @@ class Study:
         train = family.train_tasks(cfg.train_tasks, config=cfg.family)
         test = family.test_tasks(cfg.test_tasks, config=cfg.family)
         out.mkdir(parents=True, exist_ok=True)
-        with _VerdictCache(out / "verdicts.jsonl", self.judge, self.say) as cache:
+        with _VerdictCache(out / "verdicts.jsonl", lambda: self.judge(timed=False), self.say) as cache:
             summary = build_corpus(train, out, cache.judge_many)
+        self.close_judge()  # the evaluations judge timed
         self.say(f"  corpus: {summary.kept}/{summary.judged} writer solutions judged ok ({dict(summary.statuses)})")
         for name, status, feedback in summary.failures[:5]:
             self.say(f"    {name}: {status}: {feedback[:200]}")
@@ -286,10 +293,11 @@ class _Prefetched:
 
 
 class _VerdictCache:
-    """The corpus stage's judge: every verdict appended to `path` as it arrives (in chunks), and verdicts already
-    there (same task name and solution) reused, so a corpus stage killed after an hour of judging loses one chunk."""
+    """The corpus stage's judge: every verdict appended to `path` as it arrives (in request order, all requests in
+    flight at once: no batch waits for its slowest before the next starts), and verdicts already there (same task name
+    and solution) reused, so a corpus stage killed after an hour of judging loses only what was not yet written."""
 
-    CHUNK = 64
+    CHUNK = 64  # verdicts between progress lines
 
     def __init__(self, path: Path, judge: Callable[[], object], say: Callable[[str], None]):
         self.path, self.judge, self.say = path, judge, say
@@ -309,15 +317,14 @@ class _VerdictCache:
         todo = [i for i, k in enumerate(keys) if k not in self.known]
         if len(todo) < len(requests):
             self.say(f"  corpus: {len(requests) - len(todo)} verdict(s) reused from {self.path.name}")
-        for start in range(0, len(todo), self.CHUNK):
-            chunk = todo[start : start + self.CHUNK]
-            verdicts = list(self.judge().judge_many([requests[i] for i in chunk]))
-            for i, v in zip(chunk, verdicts, strict=True):
-                self.known[keys[i]] = v
-                row = {"task": keys[i][0], "solution_sha": keys[i][1], "phase": "corpus", "verdict": v.to_dict()}
-                self.log.write(json.dumps(row) + "\n")
+        verdicts = self.judge().imap([requests[i] for i in todo]) if todo else iter(())
+        for n, (i, v) in enumerate(zip(todo, verdicts, strict=True), 1):
+            self.known[keys[i]] = v
+            row = {"task": keys[i][0], "solution_sha": keys[i][1], "phase": "corpus", "verdict": v.to_dict()}
+            self.log.write(json.dumps(row) + "\n")
             self.log.flush()
-            self.say(f"  corpus: {min(start + self.CHUNK, len(todo))}/{len(todo)} judged")
+            if n % self.CHUNK == 0 or n == len(todo):
+                self.say(f"  corpus: {n}/{len(todo)} judged")
         return [self.known[k] for k in keys]
 
 
