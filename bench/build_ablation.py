@@ -19,6 +19,9 @@ median build seconds, and every verdict checked against its expected status. A p
     python bench/build_ablation.py --passes 1 --out p1.json  # so one pass per command (1: plain..lean, 2: lean..plain)
     python bench/build_ablation.py --passes 2 --out p2.json
     python bench/build_ablation.py --merge p1.json p2.json   # the decision from both (no GPU needed)
+    python bench/build_ablation.py --passes 1 --levels plain split --out p1a.json   # or a pass in parts: `plain`
+    python bench/build_ablation.py --passes 1 --levels pch bridge lean --out p1b.json  # builds as KernelBench's
+    python bench/build_ablation.py --merge p1a.json p1b.json p2a.json p2b.json        # way does (~5 min a pass)
 """
 
 from __future__ import annotations
@@ -72,21 +75,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=64, help="CUDA candidates of the mix (default 64)")
     ap.add_argument("--passes", type=int, nargs="+", choices=[1, 2], default=[1, 2],
                     help="which passes to run (1: plain..lean, 2: lean..plain; default both)")
+    ap.add_argument("--levels", nargs="+", choices=LEVELS, default=list(LEVELS),
+                    help="which levels this command judges, in its pass's order (default all; a pass in parts fits "
+                         "commands of 10 minutes)")
     ap.add_argument("--merge", type=Path, nargs="+", default=None,
-                    help="no judging: decide from these runs' JSON (one pass each, the same commit)")
+                    help="no judging: decide from these runs' JSON (passes or parts of passes, the same commit)")
     args = ap.parse_args(argv)
     if args.merge:
-        merged: dict[int, list[dict]] = {}
+        merged: dict[int, dict[str, dict]] = {1: {}, 2: {}}
         for f in args.merge:
             try:
-                merged.update({int(k): v for k, v in json.loads(f.read_text())["passes"].items()})
+                for k, rows in json.loads(f.read_text())["passes"].items():
+                    for row in rows:
+                        if row["level"] in merged[int(k)]:
+                            raise ValueError(f"pass {k} level {row['level']} is in two of the files")
+                        merged[int(k)][row["level"]] = row
             except (OSError, ValueError, KeyError) as exc:
                 print(f"build_ablation: --merge {f}: {exc}", file=sys.stderr)
                 return 2
-        if sorted(merged) != [1, 2]:
-            print(f"build_ablation: --merge needs passes 1 and 2, got {sorted(merged)}", file=sys.stderr)
+        missing = [f"pass {k} {level}" for k in (1, 2) for level in LEVELS if level not in merged[k]]
+        if missing:
+            print(f"build_ablation: --merge needs every level of passes 1 and 2; missing {', '.join(missing)}",
+                  file=sys.stderr)  # fmt: skip
             return 2
-        return report([merged[1], merged[2]], {"merged": [str(f) for f in args.merge]}, args.out)
+        order = {1: LEVELS, 2: LEVELS[::-1]}
+        return report([[merged[k][level] for level in order[k]] for k in (1, 2)],
+                      {"merged": [str(f) for f in args.merge]}, args.out)  # fmt: skip
     import torch
 
     if not torch.cuda.is_available():
@@ -103,21 +117,24 @@ def main(argv: list[str] | None = None) -> int:
     passes: dict[int, list[dict]] = {k: [] for k in args.passes}
     t0 = time.perf_counter()
     with JudgePool(opts, cache_dir=str(cache)) as all_h, JudgePool(opts, cache_dir=str(cache)) as lean:
+        used = {True: "lean" in args.levels, False: any(level != "lean" for level in args.levels)}
         for pool, is_lean in ((all_h, False), (lean, True)):
+            if not used[is_lean]:
+                continue  # a pool this command's levels do not use: not warmed
             pool.farm.lean = is_lean  # read when the headers are built, at the first build
             first = cases[0]
             pool.judge(Task(name="warm", source=first.task), first.source + f"\n# warm-up {is_lean}\n", "cuda")
             pool.farm.pch_ready.wait(600)
         print(f"warm-up (headers, bridge, workers): {time.perf_counter() - t0:.0f} s", flush=True)
         for k in args.passes:
-            for level in LEVELS if k == 1 else LEVELS[::-1]:
+            for level in [level for level in (LEVELS if k == 1 else LEVELS[::-1]) if level in args.levels]:
                 pool = lean if level == "lean" else all_h
                 row = one_pass(pool, cases, level, f"\n# ablation pass {k}, {level}\n")
                 passes[k].append(row)
                 print(f"pass {k} {level:<7} {row['wall_s']:>7.1f} s {row['per_min']:>6.1f}/min, build median "
                       f"{row['build_median_s']} s, {len(row['mismatches'])} mismatches", flush=True)  # fmt: skip
     about = {"gpu": torch.cuda.get_device_name(0), "n": len(cases), "wall_s": round(time.perf_counter() - t0, 1)}
-    if len(passes) < 2:  # one pass: its rows, for --merge
+    if len(passes) < 2 or len(args.levels) < len(LEVELS):  # a pass or part of one: its rows, for --merge
         if args.out:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps({**about, "passes": passes}, indent=2) + "\n")

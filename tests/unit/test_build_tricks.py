@@ -1,5 +1,6 @@
 """The build tricks' levels (`farm.trick_headers`, for bench/build_ablation.py) and the ablation's rule."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -32,3 +33,23 @@ def test_a_part_stays_only_when_it_saves_ten_percent_in_both_passes():
     assert parts["split"]["savings"] == [0.2, 0.2] and parts["split"]["keep"]
     assert parts["pch"]["savings"] == [0.062, 0.062] and not parts["pch"]["keep"]
     assert not parts["bridge"]["keep"] and not parts["lean"]["keep"]
+
+
+def test_passes_run_in_parts_merge_into_one_decision(tmp_path):
+    walls = {"plain": 100.0, "split": 80.0, "pch": 60.0, "bridge": 50.0, "lean": 40.0}
+
+    def part(k, levels):
+        path = tmp_path / f"p{k}{levels[0]}.json"
+        path.write_text(json.dumps({"passes": {str(k): [{"level": lv, "wall_s": walls[lv], "mismatches": []}
+                                                          for lv in levels]}}))  # fmt: skip
+        return path
+
+    files = [part(1, ["plain", "split"]), part(1, ["pch", "bridge", "lean"]), part(2, ["lean", "bridge"]),
+             part(2, ["pch", "split", "plain"])]  # fmt: skip
+    out = tmp_path / "merged.json"
+    assert build_ablation.main(["--merge", *map(str, files), "--out", str(out)]) == 0
+    merged = json.loads(out.read_text())
+    assert [r["level"] for r in merged["passes"]["2"]] == ["lean", "bridge", "pch", "split", "plain"]
+    assert all(p["keep"] for p in merged["parts"]) and merged["parts"][0]["savings"] == [0.2, 0.2]
+    assert build_ablation.main(["--merge", *map(str, files[:3])]) == 2  # pass 2 lacks pch, split and plain
+    assert build_ablation.main(["--merge", *map(str, files), str(files[0])]) == 2  # a level twice
