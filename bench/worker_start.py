@@ -15,13 +15,9 @@ import os
 import subprocess
 import sys
 
+from judge_throughput import cpu_seconds  # the machine's busy CPU seconds
+
 PREWARM = "import torch; from kernelzero.judge.sandbox.worker import prewarm; prewarm(torch, 'cpu')"
-
-
-def busy_cpu_s() -> float:
-    with open("/proc/stat") as f:
-        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,20 +27,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.n < 1:
         print("worker_start: --n must be at least 1", file=sys.stderr)
         return 2
-    c0 = busy_cpu_s()
+    c0 = cpu_seconds()
     for _ in range(args.n):
         subprocess.run([sys.executable, "-c", PREWARM + "; torch.ones(4).add_(1)"], check=True)
-    fresh = (busy_cpu_s() - c0) / args.n
+    fresh = (cpu_seconds() - c0) / args.n
     exec(PREWARM, namespace := {})  # this process becomes the template
     torch = namespace["torch"]
-    c0 = busy_cpu_s()
+    c0 = cpu_seconds()
     for _ in range(args.n):
         pid = os.fork()
         if pid == 0:
             torch.ones(4).add_(1)
             os._exit(0)
         os.waitpid(pid, 0)
-    forked = (busy_cpu_s() - c0) / args.n
+    forked = (cpu_seconds() - c0) / args.n
     print(f"CPU seconds per worker start ({args.n} each): fresh process {fresh:.2f}, fork of a prewarmed template "
           f"{forked:.3f}")  # fmt: skip
     return 0

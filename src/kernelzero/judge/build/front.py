@@ -76,6 +76,7 @@ HOST_END = "kz-front: the end of the candidate's host code"
 _HOST_END_DECL = f'\nstatic_assert(false, "{HOST_END}");\n'
 HOST_WALL_FACTOR = 20  # a cut host check's wall-clock backstop: this many times its CPU seconds
 _CC1_KILLED = "signal terminated program cc1plus"  # g++'s driver, when its compiler proper was killed
+_GXX_ERROR = re.compile(r"\b(fatal )?error:")
 
 
 def host_cut_command(command: list[str], cpu_s: float) -> list[str]:
@@ -88,6 +89,11 @@ def host_cut_command(command: list[str], cpu_s: float) -> list[str]:
             *command]  # fmt: skip
 
 
+def _error_lines(log: str) -> list[str]:
+    """g++'s error lines (fatal ones included), in the order it reported them."""
+    return [line for line in log.splitlines() if _GXX_ERROR.search(line)]
+
+
 def host_parsed(rc: int, log: str) -> bool:
     """Whether a check of the host TU with `_HOST_END_DECL` appended, run by `host_cut_command`, stopped with the
     candidate's code parsed and no error found in it: its first error the end marker's, or the run cut (the compiler
@@ -96,7 +102,7 @@ def host_parsed(rc: int, log: str) -> bool:
     decides, the safe side."""
     if rc == 128 + signal.SIGKILL or (rc != 0 and _CC1_KILLED in log):
         return True
-    errors = [line for line in log.splitlines() if re.search(r"\b(fatal )?error:", line)]
+    errors = _error_lines(log)
     return rc != 0 and bool(errors) and HOST_END in errors[0]
 
 
@@ -307,7 +313,7 @@ def conclude_host(rc: int, log: str, host_tu: str) -> FrontResult:
         return FrontResult("passed")
     if rc < 0:
         return FrontResult("unsure", why=log[-300:])
-    errors = [line for line in log.splitlines() if re.search(r"\b(fatal )?error:", line)]
+    errors = _error_lines(log)
     m = _HOST_CERTAIN.match(errors[0]) if errors else None
     if m is None:
         return FrontResult("unsure", why="an error in host code the check does not conclude on")
