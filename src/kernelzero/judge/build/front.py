@@ -52,7 +52,8 @@ from pathlib import Path
 
 from kernelzero.judge.build.headers import host_compile
 from kernelzero.judge.build.split import split, split_call
-from kernelzero.judge.sandbox.process import _PRELUDE, Sandbox, _spawner
+from kernelzero.judge.sandbox.process import _PRELUDE, Sandbox
+from kernelzero.judge.sandbox.spawn import spawner
 
 # Flags the check passes on (they change no file but the output, load no code); any other flag: `skipped`.
 _SAFE_FLAG = re.compile(r"-O[0-3s]?|-[DU]\w+(=[\w.]*)?|--?use_fast_math|-lineinfo|-std=c\+\+\d\w|-g|"
@@ -534,7 +535,7 @@ class FrontCheck:
         proc = None
         try:
             quiet = subprocess.DEVNULL
-            proc = _spawner().popen(cmd, stdin=quiet, stdout=quiet, stderr=quiet, env=sb._env(), cwd=s,
+            proc = spawner().popen(cmd, stdin=quiet, stdout=quiet, stderr=quiet, env=sb._env(), cwd=s,
                                     start_new_session=True)  # fmt: skip
             proc.wait(timeout=self.timeout_s)
             device_rc = int((s / "device.rc").read_text().strip() or -1)

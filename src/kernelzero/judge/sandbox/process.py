@@ -33,13 +33,11 @@ every message through `messages.parse`, which checks its shape (a forged one is 
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import hmac
 import json
 import os
-import queue
 import select
 import shutil
 import signal
@@ -50,13 +48,13 @@ import sys
 import tempfile
 import threading
 import time
-import weakref
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelzero.judge.sandbox import devmem, pack
+from kernelzero.judge.sandbox import devmem, pack, template
+from kernelzero.judge.sandbox.spawn import await_exit, descendants, kill_group, spawner
+from kernelzero.judge.sandbox.spawn import kill_workers as kill_workers  # what commands call on Ctrl-C
 
 _HEADER = struct.Struct(">I")
 _MAC_LEN = 32
@@ -252,107 +250,6 @@ def isolation_mode() -> str:
     return "namespaces" if _NAMESPACES else "process"
 
 
-class _Spawner:
-    """Starts every worker under `setpriv --pdeathsig KILL`, from one thread that lives as long as this process, so
-    a judge killed outright (SIGKILL, OOM) takes its workers with it instead of leaving them to run out their job.
-    The kernel sends the parent-death signal when the *thread* that forked the child ends, so a worker started
-    from a short-lived thread (a warm refill) would be killed at once: hence the one long-lived thread. With
-    namespaces the direct child is `unshare`, whose --kill-child then ends the namespace. Without setpriv (util-linux
-    older than 2.33) workers are started as before."""
-
-    def __init__(self) -> None:
-        self.pid = os.getpid()  # a forked child of the judge gets its own spawner thread (threads do not fork)
-        self.prefix = ["setpriv", "--pdeathsig", "KILL"] if _setpriv_pdeathsig() else []
-        self._requests: queue.SimpleQueue = queue.SimpleQueue()
-        self.live: weakref.WeakSet[subprocess.Popen] = weakref.WeakSet()  # for `kill_workers`
-        threading.Thread(target=self._serve, name="kz-spawner", daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            done, cmd, kw = self._requests.get()
-            try:
-                proc = subprocess.Popen([*self.prefix, *cmd], **kw)
-                self.live.add(proc)
-                done.set_result(proc)
-            except BaseException as exc:  # handed to the caller, in its own thread
-                done.set_exception(exc)
-
-    def popen(self, cmd: list[str], **kw: Any) -> subprocess.Popen:
-        done: Future = Future()
-        self._requests.put((done, cmd, kw))
-        return done.result()
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every process below `pid` (from /proc's children lists), deepest last."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for t in tasks:
-            try:
-                with open(f"/proc/{p}/task/{t}/children") as f:
-                    kids = [int(k) for k in f.read().split()]
-            except OSError:
-                continue
-            out += kids
-            todo += kids
-    return out
-
-
-def _await_exit(pids: list[int], timeout_s: float) -> None:
-    """Wait until each of `pids` is gone or a zombie (its memory, device memory included, released)."""
-    deadline = time.monotonic() + timeout_s
-    for pid in pids:
-        while time.monotonic() < deadline:
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    state = f.read().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                break
-            if state in ("Z", "X"):
-                break
-            time.sleep(0.01)
-
-
-def kill_workers() -> int:
-    """Kill every worker this process started that still runs, with its process group; returns how many. For a
-    command stopped with Ctrl-C: the judge's threads then see their workers gone and finish at once (their verdicts
-    are not used), instead of keeping the command alive for as long as their jobs would have run."""
-    spawner = _SPAWNER
-    if spawner is None or spawner.pid != os.getpid():
-        return 0
-    killed = 0
-    for proc in list(spawner.live):
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-                killed += 1
-    return killed
-
-
-def _setpriv_pdeathsig() -> bool:
-    if shutil.which("setpriv") is None:
-        return False
-    probe = subprocess.run(["setpriv", "--pdeathsig", "KILL", "true"], capture_output=True, timeout=30)
-    return probe.returncode == 0
-
-
-_SPAWNER: _Spawner | None = None
-_SPAWNER_LOCK = threading.Lock()
-
-
-def _spawner() -> _Spawner:
-    global _SPAWNER
-    with _SPAWNER_LOCK:
-        if _SPAWNER is None or _SPAWNER.pid != os.getpid():
-            _SPAWNER = _Spawner()
-        return _SPAWNER
-
-
 @dataclass
 class WorkerExit:
     returncode: int | None
@@ -362,7 +259,8 @@ class WorkerExit:
 
 @dataclass
 class Sandbox:
-    """One worker process running `python -m kernelzero.judge.sandbox.worker` on one job, in its own scratch dir."""
+    """One worker process running `kernelzero.judge.sandbox.worker` on one job, in its own scratch dir: forked from
+    its environment's template (`template.py`: torch already imported) where one serves, else a fresh Python."""
 
     job: dict[str, Any]
     device: str = "cpu"
@@ -397,20 +295,18 @@ class Sandbox:
         self._device, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._device_child = child.fileno()
         self._log = open(self.scratch / "worker.log", "wb")
-        cmd = [sys.executable, "-m", "kernelzero.judge.sandbox.worker", str(w_fd)]
-        if self.isolation == "namespaces":
-            cmd = ["unshare", "--pid", "--fork", "--net", "--mount", "--kill-child", "--mount-proc",
-                   "sh", "-c", _PRELUDE, "kz-prelude", *cmd]  # fmt: skip
-        self._proc = _spawner().popen(  # dies with the judge: see _Spawner
-            cmd,
-            stdin=subprocess.PIPE,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            pass_fds=(w_fd, self._device_child, *self._outputs.values()),
-            env=self._env(),
-            cwd=self.scratch,
-            start_new_session=True,  # its own process group: killpg(0) from inside cannot reach the judge
-        )
+        env, fds = self._env(), (w_fd, self._device_child, *self._outputs.values())
+        namespaces = self.isolation == "namespaces"
+        self._proc = template.fork_worker(env, str(w_fd), fds, self._log.fileno(), self.scratch, namespaces)
+        if self._proc is None:  # no template for this environment: a fresh Python through the exec chain
+            cmd = [sys.executable, "-m", "kernelzero.judge.sandbox.worker", str(w_fd)]
+            if namespaces:
+                cmd = ["unshare", "--pid", "--fork", "--net", "--mount", "--kill-child", "--mount-proc",
+                       "sh", "-c", _PRELUDE, "kz-prelude", *cmd]  # fmt: skip
+            self._proc = spawner().popen(  # dies with the judge: see spawn._Spawner
+                cmd, stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, pass_fds=fds, env=env,
+                cwd=self.scratch, start_new_session=True,  # its own process group: killpg(0) inside cannot reach us
+            )  # fmt: skip
         os.close(w_fd)
         child.close()
         self._chan = Channel(r_fd, self._key)
@@ -489,12 +385,8 @@ class Sandbox:
 
     def kill(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
-            self._doomed = _descendants(self._proc.pid)  # the worker itself, under unshare and the prelude
-            try:
-                os.killpg(self._proc.pid, signal.SIGKILL)  # with namespaces: kills unshare, PID 1 and so all
-            except ProcessLookupError:
-                pass
-            self._proc.kill()
+            self._doomed = descendants(self._proc.pid)  # the worker itself, below its session leader and PID 1
+            kill_group(self._proc)  # with namespaces: kills the leader, PID 1 and so all
 
     def finish(self, timed_out: bool = False) -> WorkerExit:
         """Stop the worker (hard), collect its exit and log tail. Safe to call twice."""
@@ -502,7 +394,7 @@ class Sandbox:
         rc = self._proc.wait() if self._proc is not None else None
         # unshare dies at once; the worker's GPU memory comes back only when the worker itself has exited, and a
         # next job admitted on its released bytes before that ran out of memory (KernelBench's 7 GB RMSNorm).
-        _await_exit(getattr(self, "_doomed", []), timeout_s=20.0)
+        await_exit(getattr(self, "_doomed", []), timeout_s=20.0)
         self._doomed = []
         if self._chan is not None:
             os.close(self._chan.fd)
@@ -548,8 +440,6 @@ class WarmSandboxes:
     def __init__(self, size: int, device: str, memory_limit_gb: float, extra_env: dict[str, str] | None = None,
                  prewarm: bool = True):  # fmt: skip
         """prewarm: also pay the judging first-use costs before the job (`worker.prewarm`); builds need only torch."""
-        import threading
-
         self.size, self.device, self.memory_limit_gb = size, device, memory_limit_gb
         self.extra_env = dict(extra_env or {})  # a cold sandbox's: its first-use costs fall where its job needs them
         self._spawn_env = {**self.extra_env, **({"KZ_PREWARM": "1"} if prewarm else {})}
@@ -571,8 +461,6 @@ class WarmSandboxes:
 
     def take(self, job: dict[str, Any]) -> Sandbox:
         """A sandbox for `job`: a warm one if one is alive, else a fresh (cold) one. Refills in the background."""
-        import threading
-
         sb = None
         with self._lock:
             while self._ready and sb is None:

@@ -1,0 +1,170 @@
+"""Workers forked from a template (`sandbox/template.py`) are isolated as the exec chain's are, and die as they do.
+
+Each test inspects a live worker from outside, through /proc, the way an auditor would: its namespaces, its mounts,
+its descriptors, its process tree. The exec chain's worker (templates off) is the reference where one is needed.
+"""
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelzero.judge import JudgeOptions, core
+from kernelzero.judge.core import Judge
+from kernelzero.judge.sandbox import template, template_main
+from kernelzero.judge.sandbox.process import Sandbox, isolation_mode
+from kernelzero.judge.sandbox.spawn import descendants
+from kernelzero.tasks import Task
+
+FIX = Path(__file__).parents[1] / "fixtures" / "judge"
+namespaces_only = pytest.mark.skipif(isolation_mode() != "namespaces", reason="needs unshare (root on Linux)")
+
+
+def _worker_pid(sb: Sandbox, timeout_s: float = 60.0) -> int:
+    """The worker under the sandbox's leader, once it has set its limits (a file size limit: none before)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        kids = descendants(sb._proc.pid)
+        if kids:
+            pid = kids[-1]
+            try:
+                with open(f"/proc/{pid}/limits") as f:
+                    fsize = next(line for line in f if line.startswith("Max file size"))
+                if fsize.split()[3] != "unlimited":
+                    return pid
+            except (OSError, StopIteration):
+                pass
+        time.sleep(0.05)
+    raise AssertionError("the worker did not come up")
+
+
+def _spawned(templated: bool, monkeypatch) -> Sandbox:
+    monkeypatch.setenv("KERNELZERO_WORKER_TEMPLATE", "1" if templated else "0")
+    sb = Sandbox(job={})
+    sb.spawn()
+    assert isinstance(sb._proc, template.Forked) == templated
+    return sb
+
+
+def _mounts(pid: int) -> dict[str, tuple[str, str]]:
+    """Mount point -> (per-mount options, filesystem type) as the worker sees them (the topmost of a point)."""
+    out = {}
+    with open(f"/proc/{pid}/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            sep = fields.index("-")
+            out[fields[4]] = (fields[5], fields[sep + 1])  # options, filesystem type
+    return out
+
+
+@namespaces_only
+def test_a_forked_worker_has_the_exec_chains_namespaces_mounts_and_descriptors(monkeypatch):
+    seen = {}
+    for templated in (True, False):
+        sb = _spawned(templated, monkeypatch)
+        try:
+            pid = _worker_pid(sb)
+            ns = {n: os.readlink(f"/proc/{pid}/ns/{n}") for n in ("pid", "net", "mnt")}
+            with open(f"/proc/{pid}/status") as f:
+                nspid = next(line for line in f if line.startswith("NSpid")).split()[1:]
+            mounts = _mounts(pid)
+            fds = {int(n) for n in os.listdir(f"/proc/{pid}/fd")}
+            seen[templated] = (sb, pid, ns, nspid, mounts, fds)
+            for name, link in ns.items():  # its own namespaces, not ours
+                assert link != os.readlink(f"/proc/self/ns/{name}"), name
+            assert len(nspid) == 2  # a pid here and one in its own namespace, under a PID 1 that waits for it
+            assert nspid[-1] == "2" or not templated  # (the exec chain's prelude ran `mount`s as pids 2, 3, ...)
+            with open(f"/proc/{pid}/net/dev") as f:
+                assert [line.split(":")[0].strip() for line in f.readlines()[2:]] == ["lo"]
+            scratch = str(sb.scratch)
+            assert "rw" in mounts[scratch][0].split(",")  # its own scratch is writable ...
+            veil = os.path.dirname(scratch) if not scratch.startswith("/dev/shm/") else "/dev/shm"
+            assert mounts[veil][1] == "tmpfs" and mounts[veil][0].split(",")[0] == "rw"  # ... its siblings veiled
+            for point, (opts, _) in mounts.items():  # and every other mount read-only
+                if point in (scratch, veil, "/proc", "/dev", "/dev/pts", "/dev/shm", "/sys") or \
+                        point.startswith(("/proc/", "/sys/")):  # fmt: skip
+                    continue
+                assert opts.split(",")[0] == "ro", (templated, point, opts)
+            expected = {0, 1, 2, sb._device_child, *sb._outputs.values()}
+            assert expected <= fds
+            assert len(fds - expected) == 1, fds  # the channel's write end, at the number the judge gave it
+        finally:
+            sb.finish()
+            sb.cleanup()
+    # the same set of read-only mount points either way (the veil, /proc and /dev/shm differ by scratch only)
+    forked, chained = (set(seen[t][4]) - {str(seen[t][0].scratch)} for t in (True, False))
+    assert forked == chained
+
+
+@namespaces_only
+def test_killing_a_forked_sandbox_ends_its_whole_namespace(monkeypatch):
+    sb = _spawned(True, monkeypatch)
+    try:
+        pid = _worker_pid(sb)
+        tree = [sb._proc.pid, *descendants(sb._proc.pid)]
+        assert len(tree) == 3  # leader, PID 1, worker
+        exit_ = sb.finish()
+        assert exit_.returncode == -signal.SIGKILL  # the leader was killed: it reported nothing
+        for p in tree:
+            assert not os.path.exists(f"/proc/{p}") or open(f"/proc/{p}/stat").read().split(") ")[1][0] in "ZX"
+        assert not os.path.exists(f"/proc/{pid}/mountinfo")
+    finally:
+        sb.cleanup()
+
+
+def test_workers_die_with_their_template_and_the_next_ones_start_fresh(monkeypatch):
+    sb = _spawned(True, monkeypatch)
+    later = None
+    try:
+        pid = _worker_pid(sb)
+        tmpl = next(t for t in template._TEMPLATES.values() if t is not None and t.proc.poll() is None)
+        tmpl.proc.kill()
+        tmpl.proc.wait()
+        deadline = time.monotonic() + 20
+        while os.path.exists(f"/proc/{pid}/mountinfo") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not os.path.exists(f"/proc/{pid}/mountinfo")  # the parent-death chain: template, leader, PID 1
+        assert sb._proc.wait(timeout=20) is not None
+        later = Sandbox(job={})
+        later.spawn()  # the dead template is retired: this worker comes through the exec chain
+        assert not isinstance(later._proc, template.Forked)
+        assert later.alive()
+    finally:
+        for s in (sb, later):
+            if s is not None:
+                s.finish()
+                s.cleanup()
+        template.close_all()
+
+
+def test_a_forked_worker_runs_in_its_jobs_environment(monkeypatch):
+    """A candidate (static rules off, as a probe) that stays correct only if HOME, the temp dir and the working
+    directory are its own scratch, not the template's: what torch's import cached there must not leak into a job."""
+    monkeypatch.setattr(core, "STATIC_CHECKS", [])
+    monkeypatch.setenv("KERNELZERO_WORKER_TEMPLATE", "1")
+    probe = (FIX / "relu_triton_ok.py").read_text().replace(
+        "class ModelNew",
+        "import os, tempfile\n"
+        "SCRATCH = os.environ['KZ_SCRATCH']\n"
+        "MINE = os.environ['HOME'] == SCRATCH and tempfile.gettempdir() == SCRATCH and os.getcwd() == SCRATCH\n"
+        "assert MINE, (os.environ['HOME'], tempfile.gettempdir(), os.getcwd(), SCRATCH)\n\n\n"
+        "class ModelNew",
+        1,
+    )
+    v = Judge(JudgeOptions(device="cpu", trials=2)).judge(Task.from_file(FIX / "relu_task.py"), probe, "triton")
+    assert v.status == "ok", v.feedback
+
+
+def test_a_process_with_threads_is_unfit_to_be_a_template():
+    import threading
+
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert "threads" in (template_main._unfit_to_fork() or "")
+    finally:
+        stop.set()
+        t.join()
