@@ -430,7 +430,8 @@ def main() -> None:
         expected = {c.name: c.expected for c in mixed}
     results: dict = {"device": device, "cpus": os.cpu_count(), "torch": torch.__version__,
                      "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
-                     "date": time.strftime("%Y-%m-%d"), "commit": _commit()}  # fmt: skip
+                     "date": time.strftime("%Y-%m-%d"), "commit": _commit(),
+                     "worker_template": os.environ.get("KERNELZERO_WORKER_TEMPLATE", "1") != "0"}  # fmt: skip
 
     def save(results: dict) -> None:
         if args.out:

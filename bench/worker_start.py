@@ -2,8 +2,8 @@
 started through the exec chain (setpriv, unshare, the shell prelude, a fresh Python importing torch).
 
 Two measures, each mode in alternating rounds in this one process (`KERNELZERO_WORKER_TEMPLATE` is read per start):
-- start: `--n` sandboxes spawned one after another, each until its worker has set its limits and imported torch
-  (it then waits for a job), machine-wide busy CPU seconds and wall per start;
+- start: `--n` sandboxes spawned one after another, each until its worker waits for its job (torch imported),
+  machine-wide busy CPU seconds and wall per start;
 - verdicts: `--n` correct Triton ReLU candidates (each a new source: no verdict reused) judged one at a time by one
   CPU judge, its warm workers off so every verdict pays its worker's start; CPU seconds and wall per verdict.
 CPU device only (a CUDA worker's CUDA start follows the fork either way); run it on an otherwise idle machine.
@@ -28,8 +28,8 @@ FIX = ROOT / "tests" / "fixtures" / "judge"
 
 
 def _ready(sb, timeout_s: float = 120.0) -> None:
-    """Until the sandbox's worker has imported torch: its file size limit is set just before, and torch's import
-    then maps libtorch (read from /proc, as an outside observer)."""
+    """Until the sandbox's worker waits for its job: blocked reading its stdin pipe (its wait channel, read from /proc
+    as an outside observer), which it reaches after its limits and torch's import."""
     from kernelzero.judge.sandbox.spawn import descendants
 
     deadline = time.monotonic() + timeout_s
@@ -37,12 +37,12 @@ def _ready(sb, timeout_s: float = 120.0) -> None:
         kids = descendants(sb._proc.pid)
         if kids:
             try:
-                with open(f"/proc/{kids[-1]}/maps") as f:
-                    if "libtorch_cpu" in f.read():
+                with open(f"/proc/{kids[-1]}/wchan") as f:
+                    if "pipe" in f.read():
                         return
             except OSError:
                 pass
-        time.sleep(0.005)
+        time.sleep(0.002)
     raise TimeoutError("a worker did not come up")
 
 

@@ -14,7 +14,7 @@ import pytest
 from kernelzero.judge import JudgeOptions, core
 from kernelzero.judge.core import Judge
 from kernelzero.judge.sandbox import template, template_main
-from kernelzero.judge.sandbox.process import Sandbox, isolation_mode
+from kernelzero.judge.sandbox.process import Sandbox, describe_exit, isolation_mode
 from kernelzero.judge.sandbox.spawn import descendants
 from kernelzero.tasks import Task
 
@@ -168,3 +168,25 @@ def test_a_process_with_threads_is_unfit_to_be_a_template():
     finally:
         stop.set()
         t.join()
+
+
+@pytest.mark.parametrize("isolation", ["namespaces", "process"])
+def test_a_forked_worker_killed_by_a_signal_is_reported_as_the_exec_chain_reports_it(isolation, monkeypatch):
+    if isolation == "namespaces" and isolation_mode() != "namespaces":
+        pytest.skip("needs unshare (root on Linux)")
+    monkeypatch.setenv("KERNELZERO_WORKER_TEMPLATE", "1")
+    sb = Sandbox(job={})
+    sb.isolation = isolation
+    sb.spawn()
+    try:
+        assert isinstance(sb._proc, template.Forked)
+        os.kill(_worker_pid(sb), signal.SIGSEGV)
+        rc = sb._proc.wait(timeout=20)
+        # under namespaces PID 1 reports 128 + signal, as the shell prelude did; without, the signal negated
+        assert rc == (128 + signal.SIGSEGV if isolation == "namespaces" else -signal.SIGSEGV)
+        assert describe_exit(rc) == "killed by signal 11 (SIGSEGV)"
+        if isolation == "namespaces":
+            assert "the worker was killed by signal 11" in sb.finish().log_tail
+    finally:
+        sb.finish()
+        sb.cleanup()

@@ -134,7 +134,6 @@ def _become_worker(request: dict[str, Any], fds: list[int], template_pid: int) -
     try:
         os.setsid()
         _die_with_parent(template_pid)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         status = _place_fds(fds, request["targets"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -201,28 +200,39 @@ def serve(sock: socket.socket) -> None:
     sock.send(json.dumps({"error": problem} if problem else {"ready": True}).encode())
     if problem:
         return
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # leaders are reaped by the kernel; their pidfds say when
     me = os.getpid()
     while True:
         msg, fds, _, _ = socket.recv_fds(sock, 1 << 20, 64)
         if not msg:
             return  # the judge closed its end (or exited)
+        _reap()
         sys.stdout.flush()
         sys.stderr.flush()
         try:
             pid = os.fork()
         except OSError as exc:
+            pid = -1
             sock.send(json.dumps({"error": f"fork: {exc}"}).encode())
-            continue
         if pid == 0:
             sock.close()
             _become_worker(json.loads(msg), fds, me)
         for fd in fds:
             os.close(fd)
-        pidfd = os.pidfd_open(pid)
-        socket.send_fds(sock, [json.dumps({"pid": pid}).encode()], [pidfd])
-        os.close(pidfd)
+        if pid > 0:  # unreaped until the next request, so the pidfd always finds it (a zombie's pid is not reused)
+            pidfd = os.pidfd_open(pid)
+            socket.send_fds(sock, [json.dumps({"pid": pid}).encode()], [pidfd])
+            os.close(pidfd)
 
+
+def _reap() -> None:
+    """Collect the leaders that have exited (their status went to the judge on their own pipes)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 if __name__ == "__main__":
     serve(socket.socket(fileno=int(sys.argv[1])))
