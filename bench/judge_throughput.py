@@ -285,6 +285,8 @@ def cpu(figures: dict) -> str:
 
 
 def _summary(items: list, verdicts: list, wall: float, cpu_s: float | None = None) -> dict:
+    from kernelzero.judge.sandbox import template
+
     for (name, *_), v in zip(items, verdicts):
         if not v.correct:
             print(f"  ours: {name}: {v.status} {v.feedback[:300]}")
@@ -297,7 +299,8 @@ def _summary(items: list, verdicts: list, wall: float, cpu_s: float | None = Non
             "stage_total_s": sum_stage, "statuses": [v.status for v in verdicts],
             "stage_s": [{k: round(s, 3) for k, s in v.stage_s.items()} for v in verdicts],
             "cpu_s": cpu_s and round(cpu_s, 1),
-            "cpu_busy": cpu_s and round(cpu_s / (wall * (os.cpu_count() or 1)), 3)}  # fmt: skip
+            "cpu_busy": cpu_s and round(cpu_s / (wall * (os.cpu_count() or 1)), 3),
+            "templates": template.summary()}  # worker environments forked from a template / started fresh  # fmt: skip
 
 
 def candidates_sha(items: list[tuple[str, str, str, str]]) -> str:

@@ -66,3 +66,14 @@ def test_out_of_memory_is_a_runtime_error(pool, task):
     v = judge(pool, task, "relu_oom.py", "triton")
     assert v.status == "runtime_error", v.feedback
     assert "OutOfMemory" in v.feedback or "out of memory" in v.feedback
+
+
+def test_gpu_workers_are_forked_from_a_template(pool, task):
+    """CUDA cannot survive a fork, so the template never touches it: on a GPU machine it must still serve (not fall
+    back to the exec chain), and the CUDA workers it forks initialise CUDA after the fork and judge correctly."""
+    from kernelzero.judge.sandbox import template
+
+    v = judge(pool, task, "relu_triton_ok.py", "triton")
+    assert v.status == "ok", v.feedback
+    counts = template.summary()
+    assert counts["serving"] >= 1 and counts["fallback"] == 0, counts

@@ -195,6 +195,14 @@ def close_all() -> None:
 _TEMPLATES_ALL: list[Template] = []
 
 
+def summary() -> dict[str, int]:
+    """How many worker environments of this process have a serving template, and how many fell back to the exec
+    chain (a template that could not start or failed): for benchmark records and GPU checks."""
+    with _TEMPLATES_LOCK:
+        values = [v for k, v in _TEMPLATES.items() if k[0] == os.getpid()]
+    return {"serving": sum(v is not None for v in values), "fallback": sum(v is None for v in values)}
+
+
 def enabled() -> bool:
     return os.environ.get("KERNELZERO_WORKER_TEMPLATE", "1") != "0"
 
