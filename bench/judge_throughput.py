@@ -30,6 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import proc_acct  # noqa: E402  (beside this script)
+
 
 def _load(path: str, name: str):
     spec = importlib.util.spec_from_file_location(name, path)
@@ -160,6 +162,7 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
     from kernelzero.tasks import Task
 
     t0, cpu0 = time.perf_counter(), cpu_seconds()
+    cold_acct = proc_acct.Accounting().__enter__()  # left at the end of the cold pass
     tasks = {}
     for name, task_src, _, _ in items:
         p = work / f"ours_{name}_task.py"
@@ -173,14 +176,16 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
             pool.farm.lean = lean  # read when the headers are built, at the first build
         verdicts, _, latency = _judged(pool, [(tasks[t], c, b) for _, t, c, b in items])
         cold_cpu = cpu_seconds() - cpu0
+        cold_acct.__exit__(None, None, None)
         reference_s = sorted(r.seconds for j in pool.judges for r in j._refs.values())
         cold_in_pool = time.perf_counter() - t0
 
         def steady_pass(mark: str) -> dict:  # the same candidates as new sources: nothing built or judged is reused
             t1, cpu1 = time.perf_counter(), cpu_seconds()
-            again, done_s, lat = _judged(pool, [(tasks[t], c + mark, b) for _, t, c, b in items])
+            with proc_acct.Accounting() as acct:
+                again, done_s, lat = _judged(pool, [(tasks[t], c + mark, b) for _, t, c, b in items])
             return {**_summary(items, again, time.perf_counter() - t1, cpu_seconds() - cpu1), "done_s": done_s,
-                    "latency_s": lat}
+                    "latency_s": lat, "cpu_by_command": acct.result}
 
         warm = None
         if steady:
@@ -208,7 +213,8 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
     if warm is not None:  # the cold figure is the first pass alone
         others = warm["other_slot_counts"] + warm["other_farm_sizes"] + ([warm["no_bind"]] if warm["no_bind"] else [])
         wall -= warm["wall_s"] + sum(o["wall_s"] for o in others)
-    return {**_summary(items, verdicts, wall, cold_cpu), "farm": farm, "reference_s": reference_s,
+    return {**_summary(items, verdicts, wall, cold_cpu), "cpu_by_command": cold_acct.result, "farm": farm,
+            "reference_s": reference_s,
             "slots_per_gpu": slots, "cold_in_pool_s": cold_in_pool, "steady": warm, "latency_s": latency}  # fmt: skip
 
 
@@ -281,7 +287,9 @@ def cpu_seconds() -> float:
 
 def cpu(figures: dict) -> str:
     """A pass's CPU seconds and how busy they kept the machine, for the printed lines."""
-    return f"{figures['cpu_s']} CPU s ({100 * (figures['cpu_busy'] or 0):.0f}% of the cores)"
+    by_command = figures.get("cpu_by_command")
+    where = f"; by command: {proc_acct.top(by_command)}" if by_command else ""
+    return f"{figures['cpu_s']} CPU s ({100 * (figures['cpu_busy'] or 0):.0f}% of the cores){where}"
 
 
 def _summary(items: list, verdicts: list, wall: float, cpu_s: float | None = None) -> dict:
@@ -529,9 +537,10 @@ def main() -> None:
         save(results)  # after each pass: a run cut short keeps every figure it measured
         if args.warm_restart:
             ctx = multiprocessing.get_context("spawn")  # a new process: nothing of this one's imports or caches
-            with ProcessPoolExecutor(1, mp_context=ctx) as ex:
+            with ProcessPoolExecutor(1, mp_context=ctx) as ex, proc_acct.Accounting() as acct:
                 restart = ex.submit(restart_pass, items, device, str(work / backend / "build-cache"), timeout,
                                     time.time(), cpu_seconds()).result()  # fmt: skip
+            restart["cpu_by_command"] = acct.result  # the second judge's processes that exited during it
             if expected:
                 restart["mix"] = check_mix(items, expected, restart["statuses"], restart["latency_s"])
             print(f"   warm restart (second process, same cache, new sources): {restart['correct']}/{restart['n']} "

@@ -15,6 +15,8 @@ import sys
 import tempfile
 from typing import Any
 
+from kernelzero.judge.sandbox.worker import name_process
+
 _PR_SET_PDEATHSIG = 1
 _CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWPID = 0x00020000, 0x40000000, 0x20000000
 _MS = {"ro": 1, "nosuid": 2, "nodev": 4, "noexec": 8, "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21,
@@ -133,6 +135,7 @@ def _become_worker(request: dict[str, Any], fds: list[int], template_pid: int) -
     """The leader's life (see the module docstring); never returns."""
     try:
         os.setsid()
+        name_process("kz-leader")
         _die_with_parent(template_pid)
         status = _place_fds(fds, request["targets"])
         os.environ.clear()
@@ -149,6 +152,7 @@ def _become_worker(request: dict[str, Any], fds: list[int], template_pid: int) -
         os.close(status)
         _die_with_parent(0 if namespaces else leader)  # PID 1's parent lies outside its namespace: pid 0 to it
         if namespaces:  # PID 1
+            name_process("kz-init")
             os.environ["KZ_SCRATCH_VEIL"] = _isolate_files(request["env"]["KZ_SCRATCH"])
             worker = os.fork()
             if worker:
@@ -188,6 +192,7 @@ def _unfit_to_fork() -> str | None:
 
 def serve(sock: socket.socket) -> None:
     """Prewarm the CPU side as a worker would, check that a fork is safe, then fork one worker per request."""
+    name_process("kz-template")
     try:
         import torch
 

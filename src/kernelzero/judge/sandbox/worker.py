@@ -80,8 +80,18 @@ def apply_nice(value: str) -> None:
         pass
 
 
+def name_process(name: str) -> None:
+    """Name this process (its `comm`: what ps, top and process accounting show) after its role, as `kz-candidate`."""
+    try:
+        with open("/proc/self/comm", "w") as f:
+            f.write(name[:15])
+    except OSError:
+        pass
+
+
 def main(argv: list[str]) -> int:
     chan_fd = int(argv[1])
+    name_process("kz-worker")
     import faulthandler
     import signal
 
@@ -101,6 +111,7 @@ def main(argv: list[str]) -> int:
     except Exception:
         pass  # reported below, on the channel, once the job (and its key) is here
     job = json.loads(sys.stdin.readline())
+    name_process(f"kz-{job.get('kind', 'worker')}")
     chan = Channel(chan_fd, bytes.fromhex(job.pop("key")))
     try:
         import torch
