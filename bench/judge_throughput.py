@@ -151,12 +151,15 @@ STEADY_MARK = "\n# steady-state set: a distinct source, so no build, Triton kern
 
 def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, workers: int | None,
          steady: bool = False, farm_sizes: tuple[int, ...] = (), slot_counts: tuple[int, ...] = (),
-         no_bind: bool = False, lean: bool = True, run_timeout_s: float | None = None) -> dict:  # fmt: skip
+         no_bind: bool = False, lean: bool = True, run_timeout_s: float | None = None,
+         no_template: bool = False) -> dict:  # fmt: skip
     """Cold: pool start, precompiled headers, references, builds, all timed. Steady (the same pool, then the same
     candidates as new sources): what a long training run sees per batch once references and headers exist.
     `slot_counts`, then `farm_sizes`: one more steady pass each (new sources again), with that many candidate workers
     per GPU, or that many concurrent builds. `no_bind`: then one more with builds that keep pybind11 in the host TU
-    (no bridge, judge/bind.py). `lean=False`: bound host TUs include torch/all.h, not the lean set (judge/lean.py)."""
+    (no bridge, judge/bind.py). `lean=False`: bound host TUs include torch/all.h, not the lean set (judge/lean.py).
+    `no_template`: last, one more steady pass whose workers start through the exec chain, not forked from a template
+    (sandbox/template.py; the warm workers already forked serve their jobs first)."""
     from kernelzero.judge import JudgeOptions
     from kernelzero.judge.pool import JudgePool
     from kernelzero.tasks import Task
@@ -209,9 +212,20 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
                 pool.farm.bind = False
                 warm["no_bind"] = steady_pass(STEADY_MARK + "# built without the bridge\n")
                 warm["no_bind"]["farm"] = pool.farm.state_dict()
+            warm["no_template"] = None
+            if no_template:
+                before = os.environ.get("KERNELZERO_WORKER_TEMPLATE")
+                os.environ["KERNELZERO_WORKER_TEMPLATE"] = "0"  # read at each worker's start
+                try:
+                    warm["no_template"] = steady_pass(STEADY_MARK + "# workers started without the template\n")
+                finally:
+                    os.environ.pop("KERNELZERO_WORKER_TEMPLATE")
+                    if before is not None:
+                        os.environ["KERNELZERO_WORKER_TEMPLATE"] = before
     wall = time.perf_counter() - t0
     if warm is not None:  # the cold figure is the first pass alone
-        others = warm["other_slot_counts"] + warm["other_farm_sizes"] + ([warm["no_bind"]] if warm["no_bind"] else [])
+        others = warm["other_slot_counts"] + warm["other_farm_sizes"]
+        others += [warm[k] for k in ("no_bind", "no_template") if warm[k]]
         wall -= warm["wall_s"] + sum(o["wall_s"] for o in others)
     return {**_summary(items, verdicts, wall, cold_cpu), "cpu_by_command": cold_acct.result, "farm": farm,
             "reference_s": reference_s,
@@ -362,6 +376,12 @@ def main() -> None:
         help="then one more steady pass with builds that keep pybind11 in the host TU (CUDA; the bridge's A/B)",
     )
     ap.add_argument(
+        "--steady-no-template",
+        action="store_true",
+        help="then one more steady pass whose workers start as fresh processes, not forked from a template (the "
+        "template's A/B)",
+    )
+    ap.add_argument(
         "--also-all-h",
         action="store_true",
         help="then judge again in a second pool (own cache, cold and steady) whose bound host TUs include torch/all.h "
@@ -495,7 +515,8 @@ def main() -> None:
         sizes = tuple(int(x) for x in args.steady_farm.split(",") if x.strip())
         counts = tuple(int(x) for x in args.steady_slots.split(",") if x.strip())
         us = ours(items, device, work / backend, args.workers, steady=not args.no_steady, farm_sizes=sizes,
-                  slot_counts=counts, no_bind=args.steady_no_bind, run_timeout_s=timeout)
+                  slot_counts=counts, no_bind=args.steady_no_bind, run_timeout_s=timeout,
+                  no_template=args.steady_no_template)
         if expected:
             us["mix"] = check_mix(items, expected, us["statuses"], us["latency_s"])
             print(f"   mix: {us['mix']['mismatches']} verdicts differ from their expected status; compile errors "
@@ -520,6 +541,11 @@ def main() -> None:
                 print(f"   steady state, {o['slots_per_gpu']} candidate workers per GPU: {o['correct']}/{o['n']} "
                       f"correct, {o['wall_s']:.1f} s, {o['per_min']:.1f}/min, {o['per_min'] / kb['per_min']:.2f}x; "
                       f"median stage seconds {json.dumps(o['stage_median_s'])}", flush=True)  # fmt: skip
+            if st["no_template"]:
+                o = st["no_template"]
+                print(f"   steady state, workers started without the template: {o['correct']}/{o['n']} correct, "
+                      f"{o['wall_s']:.1f} s, {o['per_min']:.1f}/min, {o['per_min'] / kb['per_min']:.2f}x, {cpu(o)}",
+                      flush=True)  # fmt: skip
             if st["no_bind"]:
                 o = st["no_bind"]
                 print(f"   steady state, built without the bridge: {o['correct']}/{o['n']} correct, "

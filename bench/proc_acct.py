@@ -30,19 +30,46 @@ def _comp(value: int) -> int:
     return (value & 0x1FFF) << (((value >> 13) & 0x7) * 3)
 
 
-def parse(data: bytes) -> dict[str, dict[str, float]]:
-    """command -> {"n": processes, "cpu_s": user + system seconds}, from acct_v3 records (others skipped)."""
-    out: dict[str, dict[str, float]] = {}
+def records(data: bytes) -> list[tuple[int, int, str, float]]:
+    """(pid, parent pid, command, user + system seconds) of each acct_v3 record (other formats skipped)."""
+    out = []
     for off in range(0, len(data) - _RECORD.size + 1, _RECORD.size):
         rec = _RECORD.unpack_from(data, off)
         if rec[1] != 3:  # ac_version
             continue
-        utime, stime, comm = rec[10], rec[11], rec[18]
-        name = comm.split(b"\0", 1)[0].decode(errors="replace") or "?"
+        name = rec[18].split(b"\0", 1)[0].decode(errors="replace") or "?"
+        out.append((rec[6], rec[7], name, (_comp(rec[10]) + _comp(rec[11])) / _AHZ))
+    return out
+
+
+def parse(data: bytes) -> dict[str, dict[str, float]]:
+    """command -> {"n": processes, "cpu_s": user + system seconds}, from acct_v3 records."""
+    out: dict[str, dict[str, float]] = {}
+    for _, _, name, cpu in records(data):
         row = out.setdefault(name, {"n": 0, "cpu_s": 0.0})
         row["n"] += 1
-        row["cpu_s"] += (_comp(utime) + _comp(stime)) / _AHZ
+        row["cpu_s"] += cpu
     return out
+
+
+def by_caller(data: bytes, callers: tuple[str, ...] = ("nvcc", "ninja", "timeout", "kz-")) -> dict[str, float]:
+    """CPU seconds by `command < caller`: the caller the nearest ancestor among `callers` (a prefix match), found
+    through the parents that exited in the same window; `?` where the chain leaves it. Tells apart a compiler run by
+    nvcc, by a build's ninja, or by the front check's `timeout` wrapper."""
+    recs = records(data)
+    parent = {pid: (ppid, name) for pid, ppid, name, _ in recs}
+    out: dict[str, float] = {}
+    for _, ppid, name, cpu in recs:
+        caller, seen = "?", 0
+        while ppid in parent and seen < 32:
+            ppid, pname = parent[ppid]
+            seen += 1
+            if pname.startswith(callers):
+                caller = pname
+                break
+        key = f"{name} < {caller}"
+        out[key] = out.get(key, 0.0) + cpu
+    return {k: round(v, 2) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
 
 
 class Accounting:
@@ -67,12 +94,14 @@ class Accounting:
             return
         self._libc.acct(None)
         with open(self._path, "rb") as f:
-            rows = parse(f.read())
+            data = f.read()
         os.unlink(self._path)
+        rows = parse(data)
         ranked = sorted(rows.items(), key=lambda kv: -kv[1]["cpu_s"])
         total = round(sum(v["cpu_s"] for v in rows.values()), 1)
         self.result = {"available": True, "total_cpu_s": total,
-                       "by_command": {k: {"n": v["n"], "cpu_s": round(v["cpu_s"], 2)} for k, v in ranked}}  # fmt: skip
+                       "by_command": {k: {"n": v["n"], "cpu_s": round(v["cpu_s"], 2)} for k, v in ranked},
+                       "by_caller": by_caller(data)}  # fmt: skip
 
 
 def top(result: dict, n: int = 8) -> str:

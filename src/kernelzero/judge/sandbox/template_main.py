@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
+import re
 import runpy
 import signal
 import socket
@@ -52,7 +54,7 @@ def _mountinfo() -> dict[str, str]:
     with open("/proc/self/mountinfo") as f:
         for line in f:
             fields = line.split()
-            point = fields[4].encode().decode("unicode_escape")  # \040 and friends, as the kernel escapes them
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])  # the kernel's \040 (space) ...
             points[point] = fields[5]
     return points
 
@@ -111,8 +113,6 @@ def _reap_until(pid: int) -> int:
 def _place_fds(fds: list[int], targets: list[int]) -> int:
     """Put each received descriptor at its target number and close every other one (the template's control socket
     first of all); returns the status pipe's descriptor (target -1), kept at a number of its own."""
-    import fcntl
-
     base = max([*targets, 2]) + 1
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD, base) for fd in fds]  # above every target: no dup2 below clobbers one
     for fd in fds:
