@@ -4,6 +4,7 @@ Each test inspects a live worker from outside, through /proc, the way an auditor
 its descriptors, its process tree. The exec chain's worker (templates off) is the reference where one is needed.
 """
 
+import gc
 import os
 import signal
 import time
@@ -46,6 +47,17 @@ def _spawned(templated: bool, monkeypatch) -> Sandbox:
     sb.spawn()
     assert isinstance(sb._proc, template.Forked) == templated
     return sb
+
+
+def _open_fds() -> set[tuple[str, str]]:
+    """This process's descriptors and what each points to (the listing's own descriptor is gone when read)."""
+    out = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            out.add((fd, os.readlink(f"/proc/self/fd/{fd}")))
+        except FileNotFoundError:
+            pass
+    return out
 
 
 def _mounts(pid: int) -> dict[str, tuple[str, str]]:
@@ -190,3 +202,30 @@ def test_a_forked_worker_killed_by_a_signal_is_reported_as_the_exec_chain_report
     finally:
         sb.finish()
         sb.cleanup()
+
+
+def test_concurrent_forks_leave_no_descriptor_behind(monkeypatch):
+    """Sixteen threads spawn and kill 48 forked workers: each comes back as killed, and the judge holds exactly the
+    descriptors it held before (each handle closes its pidfd, status pipe and stdin once its leader is gone)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    first = _spawned(True, monkeypatch)  # the template is up before counting
+    first.finish()
+    first.cleanup()
+    gc.collect()  # what earlier tests left for the collector closes now, not during the count
+    before = _open_fds()
+
+    def one(i: int) -> int | None:
+        sb = Sandbox(job={})
+        sb.spawn()
+        assert isinstance(sb._proc, template.Forked)
+        time.sleep(0.02 * (i % 4))
+        code = sb.finish().returncode
+        sb.cleanup()
+        return code
+
+    with ThreadPoolExecutor(16) as pool:
+        codes = list(pool.map(one, range(48)))
+    assert codes == [-signal.SIGKILL] * 48
+    gc.collect()
+    assert _open_fds() == before
