@@ -131,7 +131,9 @@ def test_workers_die_with_their_template_and_the_next_ones_start_fresh(monkeypat
     later = None
     try:
         pid = _worker_pid(sb)
-        tmpl = next(t for t in template._TEMPLATES.values() if t is not None and t.proc.poll() is None)
+        with open(f"/proc/{sb._proc.pid}/stat") as f:  # the template that forked this sandbox's leader
+            parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        tmpl = next(t for t in template._TEMPLATES.values() if t is not None and t.proc.pid == parent)
         tmpl.proc.kill()
         tmpl.proc.wait()
         deadline = time.monotonic() + 20
