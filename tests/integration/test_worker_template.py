@@ -169,6 +169,7 @@ def test_a_forked_worker_runs_in_its_jobs_environment(monkeypatch):
     )
     v = Judge(JudgeOptions(device="cpu", trials=2)).judge(Task.from_file(FIX / "relu_task.py"), probe, "triton")
     assert v.status == "ok", v.feedback
+    assert v.env["worker"] == "forked"  # the verdict says how its worker started
 
 
 def test_a_process_with_threads_is_unfit_to_be_a_template():

@@ -489,8 +489,8 @@ class Judge(MemoryPlanning, Comparing):
             _put(memory, admitted_gpu=need.get(self.gpu_key), admitted_host=need.get("host"))
             sb.start()
             veil = expect(Started, o.build_timeout_s, "start").veil  # sent before candidate code runs
-            if veil is not None:  # how this job's scratch was isolated: a mount point, or `none` where it could not be
-                base["env"] = {**base["env"], "scratch_veil": veil}
+            veiled = {} if veil is None else {"scratch_veil": veil}  # a mount point, or `none` where it could not be
+            base["env"] = {**base["env"], **veiled, "worker": "forked" if sb.forked else "fresh"}  # template or not
             expect(CandidateBuilt, o.build_timeout_s, "build")
             with waited(stage_s, "wait_trials", self._trials_guard()):  # none while a module is timed
                 sb.send({"cmd": "run", "seeds": ref.seeds, "replay": ref.replay, "wide": ref.wide, "hang_s": hang_s})

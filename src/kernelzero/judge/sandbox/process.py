@@ -311,6 +311,11 @@ class Sandbox:
         child.close()
         self._chan = Channel(r_fd, self._key)
 
+    @property
+    def forked(self) -> bool:
+        """Whether the worker was forked from a template (`template.py`), not started as a fresh Python."""
+        return isinstance(self._proc, template.Forked)
+
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
