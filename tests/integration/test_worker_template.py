@@ -232,3 +232,16 @@ def test_concurrent_forks_leave_no_descriptor_behind(monkeypatch):
     assert codes == [-signal.SIGKILL] * 48
     gc.collect()
     assert _open_fds() == before
+
+
+def test_workers_get_their_thread_count_from_a_single_threaded_template(monkeypatch):
+    """OMP_NUM_THREADS=2 (as a cluster job may set it): the template still imports torch on one thread (a second one
+    would make it unfit to fork) and still serves; the forked worker runs torch with the two threads it was given."""
+    monkeypatch.setattr(core, "STATIC_CHECKS", [])
+    monkeypatch.setenv("KERNELZERO_WORKER_TEMPLATE", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    probe = (FIX / "relu_triton_ok.py").read_text().replace(
+        "class ModelNew", "assert torch.get_num_threads() == 2, torch.get_num_threads()\n\n\nclass ModelNew", 1
+    )
+    v = Judge(JudgeOptions(device="cpu", trials=2)).judge(Task.from_file(FIX / "relu_task.py"), probe, "triton")
+    assert (v.status, v.env["worker"]) == ("ok", "forked"), v.feedback

@@ -224,6 +224,9 @@ def template_for(env: dict[str, str], scratch_root: str) -> Template | None:
         home = tempfile.mkdtemp(prefix="kz-template-", dir=scratch_root)
         tenv = {k: v for k, v in env.items() if k not in PER_JOB}
         tenv.update(HOME=home, TMPDIR=home, PYTORCH_NVML_BASED_CUDA_CHECK="1")  # is_available without cuInit
+        # one thread for the template whatever the workers get (a second thread makes a process unfit to fork: an
+        # OpenBLAS or OpenMP pool started by the import); each fork sets torch's count from its own OMP_NUM_THREADS
+        tenv.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         try:
             tmpl: Template | None = Template(tenv, Path(home) / "template.log")
         except (TemplateError, OSError) as exc:

@@ -141,6 +141,9 @@ def _become_worker(request: dict[str, Any], fds: list[int], template_pid: int) -
         os.environ.clear()
         os.environ.update(request["env"])
         tempfile.tempdir = None  # torch's import asked for the template's
+        threads = request["env"].get("OMP_NUM_THREADS", "1")
+        if threads.isdigit() and int(threads) > 1:  # the template imported torch with one
+            sys.modules["torch"].set_num_threads(int(threads))
         namespaces = bool(request["namespaces"])
         if namespaces:
             _check(_LIBC.unshare(_CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWPID), "unshare")
