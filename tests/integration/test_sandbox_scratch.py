@@ -72,3 +72,30 @@ def test_scratch_root_is_the_env_override(tmp_path, monkeypatch):
         assert sb.scratch.parent == tmp_path / "scratch" and sb.scratch.name.startswith("kz-job-")
     finally:
         sb.cleanup()
+
+
+def test_a_killed_judges_scratch_is_swept_and_nothing_else(tmp_path):
+    """Scratch folders whose owner process is gone (a judge killed outright removes nothing) go at the next judge's
+    first sandbox; a live owner's, another PID namespace's and an unrecorded folder stay."""
+    import subprocess
+
+    from kernelzero.judge.sandbox.spawn import _me, claim, sweep_stale
+
+    dead = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout.strip()  # exited: pid free
+    ns, _, started = _me().split()
+    folders = {name: tmp_path / name for name in ("kz-job-dead", "kz-job-live", "kz-job-foreign", "kz-job-unowned")}
+    for folder in folders.values():
+        folder.mkdir()
+        (folder / "worker.log").write_text("x")
+    (tmp_path / "kz-job-dead.owner").write_text(f"{ns} {dead} {started}")
+    claim(folders["kz-job-live"])
+    (tmp_path / "kz-job-foreign.owner").write_text(f"pid:[1] {dead} {started}")
+    assert sweep_stale(str(tmp_path)) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kz-job-foreign", "kz-job-foreign.owner", "kz-job-live",
+                                                          "kz-job-live.owner", "kz-job-unowned"]  # fmt: skip
+    assert sweep_stale(str(tmp_path)) == 0  # once per process and root
+
+    sb = Sandbox(job={}, scratch_root=str(tmp_path))  # a sandbox records itself and removes both on cleanup
+    assert (tmp_path / (sb.scratch.name + ".owner")).read_text() == _me()
+    sb.cleanup()
+    assert not sb.scratch.exists() and not (tmp_path / (sb.scratch.name + ".owner")).exists()

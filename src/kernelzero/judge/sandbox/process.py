@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelzero.judge.sandbox import devmem, pack, template
-from kernelzero.judge.sandbox.spawn import await_exit, descendants, kill_group, spawner
+from kernelzero.judge.sandbox.spawn import await_exit, claim, descendants, kill_group, release, spawner, sweep_stale
 from kernelzero.judge.sandbox.spawn import kill_workers as kill_workers  # what commands call on Ctrl-C
 
 _HEADER = struct.Struct(">I")
@@ -270,7 +270,10 @@ class Sandbox:
     scratch_root: str | None = None
 
     def __post_init__(self) -> None:
-        self.scratch = Path(tempfile.mkdtemp(prefix="kz-job-", dir=self.scratch_root or default_scratch_root()))
+        root = self.scratch_root or default_scratch_root()
+        sweep_stale(root)
+        self.scratch = Path(tempfile.mkdtemp(prefix="kz-job-", dir=root))
+        claim(self.scratch)
         self.isolation = isolation_mode()
         self._key = os.urandom(32)
         self._proc: subprocess.Popen | None = None
@@ -424,7 +427,7 @@ class Sandbox:
         for fd in self._outputs.values():
             os.close(fd)
         self._outputs = {}
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        release(self.scratch)
 
     def __enter__(self) -> Sandbox:
         self.start()

@@ -1,5 +1,6 @@
-"""Starting worker processes: one long-lived thread starts them all (so they die with the judge), and the helpers
-that find and kill what a worker left running."""
+"""Starting worker processes: one long-lived thread starts them all (so they die with the judge), the helpers that
+find and kill what a worker left running, and the owner records that let a later judge remove the scratch folders of
+one killed outright."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import threading
 import time
 import weakref
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 
@@ -126,3 +128,47 @@ def spawner() -> _Spawner:
         if _SPAWNER is None or _SPAWNER.pid != os.getpid():
             _SPAWNER = _Spawner()
         return _SPAWNER
+
+
+def _me() -> str:
+    """This process as an owner of scratch folders: PID namespace, pid and start time (a reused pid starts later)."""
+    with open("/proc/self/stat") as f:
+        started = f.read().rsplit(")", 1)[1].split()[19]
+    return f"{os.readlink('/proc/self/ns/pid')} {os.getpid()} {started}"
+
+
+def claim(folder: Path) -> None:
+    """Record this process as `folder`'s owner, beside it (`NAME.owner`: veiled from workers like the folder)."""
+    folder.with_name(folder.name + ".owner").write_text(_me())
+
+
+def release(folder: Path) -> None:
+    """Remove `folder` and its owner record."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.with_name(folder.name + ".owner").unlink(missing_ok=True)
+
+
+_SWEPT: set[tuple[int, str]] = set()
+
+
+def sweep_stale(root: str) -> int:
+    """Remove the scratch folders under `root` whose owner (a judge killed outright, which removes nothing) is gone;
+    once per process and root. Only owners of this PID namespace are judged (another's pids cannot be looked up);
+    folders without an owner record are left alone. Returns how many were removed."""
+    if (os.getpid(), root) in _SWEPT:
+        return 0
+    _SWEPT.add((os.getpid(), root))
+    ns, removed = os.readlink("/proc/self/ns/pid"), 0
+    for record in Path(root).glob("kz-*.owner"):
+        try:
+            owner_ns, pid, started = record.read_text().split()
+            with open(f"/proc/{pid}/stat") as f:
+                alive = f.read().rsplit(")", 1)[1].split()[19] == started
+        except FileNotFoundError:
+            alive = False
+        except (OSError, ValueError, IndexError):
+            continue
+        if owner_ns == ns and not alive:
+            release(record.with_suffix(""))
+            removed += 1
+    return removed

@@ -31,7 +31,6 @@ import contextlib
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -42,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelzero.judge.sandbox.spawn import spawner
+from kernelzero.judge.sandbox.spawn import claim, release, spawner
 
 PER_JOB = ("HOME", "TMPDIR", "KZ_SCRATCH", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "KZ_RLIMITS", "KZ_NICE",
            "KZ_PREWARM")  # fmt: skip
@@ -189,7 +188,7 @@ def close_all() -> None:
         _TEMPLATES.clear()
     for tmpl in templates:
         tmpl.close()
-        shutil.rmtree(tmpl.log_path.parent, ignore_errors=True)
+        release(tmpl.log_path.parent)
 
 
 _TEMPLATES_ALL: list[Template] = []
@@ -222,6 +221,7 @@ def template_for(env: dict[str, str], scratch_root: str) -> Template | None:
             if key in _TEMPLATES:
                 return _TEMPLATES[key]
         home = tempfile.mkdtemp(prefix="kz-template-", dir=scratch_root)
+        claim(Path(home))
         tenv = {k: v for k, v in env.items() if k not in PER_JOB}
         tenv.update(HOME=home, TMPDIR=home, PYTORCH_NVML_BASED_CUDA_CHECK="1")  # is_available without cuInit
         # one thread for the template whatever the workers get (a second thread makes a process unfit to fork: an
