@@ -17,6 +17,7 @@ Both start cold: fresh extension, Triton and build-cache directories. Prints can
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib.util
 import json
 import multiprocessing
@@ -165,7 +166,8 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
     from kernelzero.tasks import Task
 
     t0, cpu0 = time.perf_counter(), cpu_seconds()
-    cold_acct = proc_acct.Accounting().__enter__()  # left at the end of the cold pass
+    cold_acct = proc_acct.Accounting().__enter__()  # left at the end of the cold pass (or at an error: atexit)
+    atexit.register(cold_acct.__exit__, None, None, None)
     tasks = {}
     for name, task_src, _, _ in items:
         p = work / f"ours_{name}_task.py"

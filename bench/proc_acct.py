@@ -7,7 +7,8 @@ template's processes `kz-template`, `kz-leader`, `kz-init`; compilers keep their
 Needs root and a kernel with BSD process accounting; acct(2) is machine-wide and one file at a time, so a pass's
 figures include every process of the machine that exited during it (run on an otherwise idle machine) and any
 accounting already on is switched off. Processes still running at the end (the judge, templates, warm workers)
-are not in it.
+are not in it. A benchmark killed by a signal mid-pass leaves accounting on (the kernel keeps writing the temp file)
+until the next `Accounting` or `accton off`.
 
     with Accounting() as acct:
         ...                      # a pass
@@ -92,10 +93,11 @@ class Accounting:
     def __exit__(self, *exc: object) -> None:
         if not self._path:
             return
-        self._libc.acct(None)
-        with open(self._path, "rb") as f:
+        self._libc.acct(None)  # accounting stays on after this process ends unless switched off: always here
+        path, self._path = self._path, ""  # a second exit does nothing
+        with open(path, "rb") as f:
             data = f.read()
-        os.unlink(self._path)
+        os.unlink(path)
         rows = parse(data)
         ranked = sorted(rows.items(), key=lambda kv: -kv[1]["cpu_s"])
         total = round(sum(v["cpu_s"] for v in rows.values()), 1)
