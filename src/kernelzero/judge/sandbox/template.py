@@ -63,10 +63,10 @@ class Forked:
         self.stdin = open(stdin_fd, "wb")
         self.returncode: int | None = None
         self._data = b""
+        self._lock = threading.Lock()  # a Ctrl-C's `kill_workers` and the sandbox's own `finish` may meet here
 
     def poll(self) -> int | None:
-        if self.returncode is None:
-            self._collect(0.0)
+        self._collect(0.0)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
@@ -75,43 +75,50 @@ class Forked:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 raise subprocess.TimeoutExpired("worker", timeout or 0.0)
-            self._collect(left)
+            self._collect(0.2 if left is None else min(left, 0.2))
         return self.returncode
 
-    def _collect(self, timeout: float | None) -> None:
-        ready, _, _ = select.select([self._status], [], [], timeout)
-        if not ready:
-            return
-        chunk = os.read(self._status, 64)
-        if chunk:
-            self._data += chunk
-            return
-        text = self._data.decode().strip()
-        self.returncode = int(text) if text.lstrip("-").isdigit() else -signal.SIGKILL
-        os.close(self._status)  # the end of the status pipe is the leader's exit (nothing else holds it): its pidfd
-        os.close(self._pidfd)  # has nothing left to signal
-        self._pidfd = -1
-        with contextlib.suppress(OSError):
-            self.stdin.close()
+    @staticmethod
+    def _readable(fd: int, timeout_s: float) -> bool:
+        poller = select.poll()  # not select(): descriptors past 1,024 are common in a busy judge
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(int(timeout_s * 1000)))
 
-    def _leader_alive(self) -> bool:
-        """The pidfd turns readable once the leader has exited: until then its pid (its process group) is its own."""
-        if self.poll() is not None:
-            return False
-        ready, _, _ = select.select([self._pidfd], [], [], 0)
-        return not ready
+    def _collect(self, timeout_s: float) -> None:
+        """Read the leader's report if it has come (waiting up to `timeout_s`); at its end, close what is ours."""
+        with self._lock:
+            if self.returncode is not None or not self._readable(self._status, timeout_s):
+                return
+            chunk = os.read(self._status, 64)
+            if chunk:
+                self._data += chunk
+                return
+            text = self._data.decode().strip()
+            self.returncode = int(text) if text.lstrip("-").isdigit() else -signal.SIGKILL
+            os.close(self._status)  # the status pipe ends when the leader exits (nothing else holds it): its pidfd
+            os.close(self._pidfd)  # has nothing left to signal
+            self._pidfd = -1
+            with contextlib.suppress(OSError):
+                self.stdin.close()
 
-    def kill(self) -> None:
-        if self._leader_alive():
+    def _signal(self, group: bool) -> None:
+        """SIGKILL the leader (and its process group) while the pidfd says it has not exited: until then its pid,
+        and so its group's id, is its own."""
+        self._collect(0.0)
+        with self._lock:
+            if self.returncode is not None or self._readable(self._pidfd, 0.0):
+                return
+            if group:  # no such group yet when the leader has not reached its setsid(): it has no children then
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
 
-    def kill_group(self) -> None:
-        if self._leader_alive():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.pid, signal.SIGKILL)
-        self.kill()
+    def kill(self) -> None:
+        self._signal(group=False)
 
+    def kill_group(self) -> None:
+        self._signal(group=True)
 
 
 class Template:
