@@ -44,6 +44,7 @@ class ForgedSandbox:
         self.scratch = Path(tempfile.mkdtemp(prefix="kz-forged-"))
         self.fds = {n: memfd(files[n], sealed) if n in files else memfd(seal=False) for n in OUTPUTS}
         self.messages = messages
+        self.forked = False  # as a Sandbox says whether a template forked its worker (recorded in the verdict)
 
     def load_output(self, name: str, device: str | None = None):
         return load_sealed(self.fds[name], name)

@@ -6,6 +6,7 @@ its descriptors, its process tree. The exec chain's worker (templates off) is th
 
 import gc
 import os
+import select
 import signal
 import time
 from pathlib import Path
@@ -116,12 +117,19 @@ def test_killing_a_forked_sandbox_ends_its_whole_namespace(monkeypatch):
     try:
         pid = _worker_pid(sb)
         tree = [sb._proc.pid, *descendants(sb._proc.pid)]
-        assert len(tree) == 3  # leader, PID 1, worker
+        assert len(tree) == 3 and tree[-1] == pid  # leader, PID 1, worker
+        handles = [os.pidfd_open(p) for p in tree]  # each names its process only: pids are reused (pid_max 32768)
         exit_ = sb.finish()
         assert exit_.returncode == -signal.SIGKILL  # the leader was killed: it reported nothing
-        for p in tree:
-            assert not os.path.exists(f"/proc/{p}") or open(f"/proc/{p}/stat").read().split(") ")[1][0] in "ZX"
-        assert not os.path.exists(f"/proc/{pid}/mountinfo")
+        poller = select.poll()
+        for h in handles:
+            poller.register(h, select.POLLIN)
+        deadline = time.monotonic() + 20
+        while len(poller.poll(100)) < len(handles) and time.monotonic() < deadline:
+            pass
+        assert len(poller.poll(0)) == len(handles)  # all three have exited
+        for h in handles:
+            os.close(h)
     finally:
         sb.cleanup()
 
@@ -134,12 +142,13 @@ def test_workers_die_with_their_template_and_the_next_ones_start_fresh(monkeypat
         with open(f"/proc/{sb._proc.pid}/stat") as f:  # the template that forked this sandbox's leader
             parent = int(f.read().rsplit(")", 1)[1].split()[1])
         tmpl = next(t for t in template._TEMPLATES.values() if t is not None and t.proc.pid == parent)
+        handle = os.pidfd_open(pid)  # names the worker only (a pid may be reused once it is gone)
         tmpl.proc.kill()
         tmpl.proc.wait()
-        deadline = time.monotonic() + 20
-        while os.path.exists(f"/proc/{pid}/mountinfo") and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not os.path.exists(f"/proc/{pid}/mountinfo")  # the parent-death chain: template, leader, PID 1
+        poller = select.poll()
+        poller.register(handle, select.POLLIN)
+        assert poller.poll(20_000)  # the worker exited: the parent-death chain, template, leader, PID 1
+        os.close(handle)
         assert sb._proc.wait(timeout=20) is not None
         later = Sandbox(job={})
         later.spawn()  # the dead template is retired: this worker comes through the exec chain
