@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelzero.judge.sandbox import devmem, pack, template
-from kernelzero.judge.sandbox.spawn import await_exit, claim, descendants, kill_group, release, spawner, sweep_stale
+from kernelzero.judge.sandbox.spawn import await_exit, claim, doomed, kill_group, release, spawner, sweep_stale
 from kernelzero.judge.sandbox.spawn import kill_workers as kill_workers  # what commands call on Ctrl-C
 
 _HEADER = struct.Struct(">I")
@@ -393,7 +393,8 @@ class Sandbox:
 
     def kill(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
-            self._doomed = descendants(self._proc.pid)  # the worker itself, below its session leader and PID 1
+            if not getattr(self, "_doomed", None):  # a second kill before `finish` keeps the first's pidfds
+                self._doomed = doomed(self._proc.pid)  # the worker itself, below its session leader and PID 1
             kill_group(self._proc)  # with namespaces: kills the leader, PID 1 and so all
 
     def finish(self, timed_out: bool = False) -> WorkerExit:
@@ -402,8 +403,8 @@ class Sandbox:
         rc = self._proc.wait() if self._proc is not None else None
         # unshare dies at once; the worker's GPU memory comes back only when the worker itself has exited, and a
         # next job admitted on its released bytes before that ran out of memory (KernelBench's 7 GB RMSNorm).
-        await_exit(getattr(self, "_doomed", []), timeout_s=20.0)
-        self._doomed = []
+        doomed_procs, self._doomed = getattr(self, "_doomed", []), []
+        await_exit(doomed_procs, timeout_s=20.0)
         if self._chan is not None:
             os.close(self._chan.fd)
             self._chan = None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import select
 import shutil
 import signal
 import subprocess
@@ -70,10 +71,36 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-def await_exit(pids: list[int], timeout_s: float) -> None:
-    """Wait until each of `pids` is gone or a zombie (its memory, device memory included, released)."""
+def doomed(pid: int) -> list[tuple[int, int]]:
+    """(pidfd, pid) of every process below `pid`, the pidfd opened while it lives (-1 where this kernel has none):
+    a later wait follows that very process, never one that reused its pid (pid_max may be 32,768)."""
+    out = []
+    for p in descendants(pid):
+        try:
+            out.append((os.pidfd_open(p), p))
+        except ProcessLookupError:
+            continue  # gone already
+        except (AttributeError, OSError):
+            out.append((-1, p))
+    return out
+
+
+def await_exit(procs: list[tuple[int, int]], timeout_s: float) -> None:
+    """Wait until each of `procs` (from `doomed`) has exited, its memory (device memory included) released; closes
+    their pidfds. A process without a pidfd is followed by pid, until it is gone or a zombie."""
     deadline = time.monotonic() + timeout_s
-    for pid in pids:
+    poller = select.poll()
+    left = {fd for fd, _ in procs if fd >= 0}
+    for fd in left:
+        poller.register(fd, select.POLLIN)
+    while left and time.monotonic() < deadline:
+        for fd, _ in poller.poll(max(1, int(1000 * (deadline - time.monotonic())))):
+            left.discard(fd)
+            poller.unregister(fd)
+    for fd, pid in procs:
+        if fd >= 0:
+            os.close(fd)
+            continue
         while time.monotonic() < deadline:
             try:
                 with open(f"/proc/{pid}/stat") as f:
