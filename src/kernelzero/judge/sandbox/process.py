@@ -282,6 +282,7 @@ class Sandbox:
         self._outputs: dict[str, int] = {}  # memfd per OUTPUTS name, created with the worker
         self._device: socket.socket | None = None  # where device outputs' descriptors arrive (`devmem`)
         self._device_child = -1  # the worker's end, by its descriptor number there
+        self._doomed: list[tuple[int, int]] = []  # what `kill` must see exit before `finish` returns (`spawn.doomed`)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -393,7 +394,7 @@ class Sandbox:
 
     def kill(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
-            if not getattr(self, "_doomed", None):  # a second kill before `finish` keeps the first's pidfds
+            if not self._doomed:  # a second kill before `finish` keeps the first's pidfds
                 self._doomed = doomed(self._proc.pid)  # the worker itself, below its session leader and PID 1
             kill_group(self._proc)  # with namespaces: kills the leader, PID 1 and so all
 
@@ -403,7 +404,7 @@ class Sandbox:
         rc = self._proc.wait() if self._proc is not None else None
         # unshare dies at once; the worker's GPU memory comes back only when the worker itself has exited, and a
         # next job admitted on its released bytes before that ran out of memory (KernelBench's 7 GB RMSNorm).
-        doomed_procs, self._doomed = getattr(self, "_doomed", []), []
+        doomed_procs, self._doomed = self._doomed, []
         await_exit(doomed_procs, timeout_s=20.0)
         if self._chan is not None:
             os.close(self._chan.fd)

@@ -75,7 +75,7 @@ class Forked:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 raise subprocess.TimeoutExpired("worker", timeout or 0.0)
-            self._collect(0.2 if left is None else min(left, 0.2))
+            self._collect(0.2 if left is None else min(left, 0.2))  # in slices: a kill waits for the lock meanwhile
         return self.returncode
 
     @staticmethod
@@ -165,7 +165,8 @@ class Template:
         self.proc.wait()
 
 
-_TEMPLATES: dict[tuple, Template | None] = {}
+_TEMPLATES: dict[tuple, Template | None] = {}  # by environment; None: it failed, the exec chain serves it
+_TEMPLATES_ALL: list[Template] = []  # every one started, retired ones too (their folders go at exit)
 _TEMPLATES_LOCK = threading.Lock()
 _STARTING: dict[tuple, threading.Lock] = {}
 _REPORTED: set[str] = set()
@@ -197,8 +198,6 @@ def close_all() -> None:
         tmpl.close()
         release(tmpl.log_path.parent)
 
-
-_TEMPLATES_ALL: list[Template] = []
 
 
 def summary() -> dict[str, int]:
