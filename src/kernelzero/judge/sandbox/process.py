@@ -455,20 +455,45 @@ class WarmSandboxes:
         self.extra_env = dict(extra_env or {})  # a cold sandbox's: its first-use costs fall where its job needs them
         self._spawn_env = {**self.extra_env, **({"KZ_PREWARM": "1"} if prewarm else {})}
         self._ready: list[Sandbox] = []
+        self._spawning = 0  # spawns under way: with `_ready`, never more than `size` idle workers
         self._lock = threading.Lock()
         self._closed = False
-        for _ in range(size):
-            self._add()
+        # Filled in the background: a judge's start does not wait for its worker template (importing torch and
+        # prewarming: seconds) nor for `size` forks in turn; a job that comes first takes a cold sandbox, whose
+        # start waits for the template already starting here.
+        threading.Thread(target=self._fill, name="kz-warm-fill", daemon=True).start()
 
-    def _add(self) -> None:
-        sb = Sandbox(job={}, device=self.device, memory_limit_gb=self.memory_limit_gb, extra_env=self._spawn_env)
-        sb.spawn()
-        with self._lock:
-            if not self._closed:
-                self._ready.append(sb)
+    def _fill(self) -> None:
+        for _ in range(self.size):
+            if not self._add():
                 return
-        sb.finish()
-        sb.cleanup()
+
+    def _add(self) -> bool:
+        """Spawn one worker into the idle list unless it is full or closed; False where nothing was spawned."""
+        with self._lock:
+            if self._closed or len(self._ready) + self._spawning >= self.size:
+                return False
+            self._spawning += 1
+        sb, spawned = None, False
+        try:
+            sb = Sandbox(job={}, device=self.device, memory_limit_gb=self.memory_limit_gb, extra_env=self._spawn_env)
+            sb.spawn()
+            spawned = True
+        except BaseException:
+            if sb is not None:
+                sb.finish()
+                sb.cleanup()
+            raise
+        finally:
+            with self._lock:
+                self._spawning -= 1
+                kept = spawned and not self._closed
+                if kept:
+                    self._ready.append(sb)
+        if not kept:
+            sb.finish()
+            sb.cleanup()
+        return kept
 
     def take(self, job: dict[str, Any]) -> Sandbox:
         """A sandbox for `job`: a warm one if one is alive, else a fresh (cold) one. Refills in the background."""
