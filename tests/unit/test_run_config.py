@@ -31,6 +31,14 @@ def test_yaml_overrides_nested_fields(tmp_path):
     assert cfg.proposer.max_steps == 1  # untouched fields keep the preset's values
 
 
+def test_yaml_exponents_without_a_dot_are_floats(tmp_path):
+    # YAML 1.1 (PyYAML) reads `2e-4` as the string "2e-4"; a learning rate written so is still a number
+    p = tmp_path / "run.yaml"
+    p.write_text("coder:\n  learning_rate: 2e-4\nproposer:\n  learning_rate: 1.5E-5\n")
+    cfg = load_config(p)
+    assert cfg.coder.learning_rate == pytest.approx(2e-4) and cfg.proposer.learning_rate == pytest.approx(1.5e-5)
+
+
 def test_round_trip_through_json():
     cfg = load_config(None, "paper")
     again = config_from_dict(json.loads(cfg.to_json()))
@@ -46,6 +54,7 @@ def test_round_trip_through_json():
         ("coder:\n  vllm_mode: remote", "coder: vllm_mode must be one of"),
         ("loop:\n  coder_k: -1", "loop.coder_k must be >= 0"),
         ("loop:\n  tasks_per_round: many", "loop.tasks_per_round: expected int"),
+        ("coder:\n  learning_rate: 1e-4x", "coder.learning_rate: expected float"),
         ("validation:\n  device: tpu", "ValidationConfig.device must be auto, cpu or cuda"),
         ("preset: huge", "preset must be one of tiny, paper"),
     ],

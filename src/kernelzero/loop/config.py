@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -163,6 +164,10 @@ class ConfigError(ValueError):
     """A configuration file or value that cannot be used; the message names the field path."""
 
 
+_YAML_EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+"""A number in exponent form that YAML 1.1 leaves a string: `1e-4`, `5E3`."""
+
+
 def _convert(value: Any, tp: Any, path: str, current: Any) -> Any:
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         if not isinstance(value, dict):
@@ -185,6 +190,8 @@ def _convert(value: Any, tp: Any, path: str, current: Any) -> Any:
         return list(value)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if tp is float and isinstance(value, str) and _YAML_EXPONENT.fullmatch(value.strip()):
+        return float(value)  # PyYAML (YAML 1.1) reads `2e-4`, without a dot, as a string
     if tp in (int, float, str, bool) and not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
         raise ConfigError(f"{path}: expected {tp.__name__}, got {value!r}")
     return value
