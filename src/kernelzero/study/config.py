@@ -98,6 +98,10 @@ class StudyConfig:
     """GRPO learning rate of both roles: higher than a 7B model's 1e-6, as small models take larger steps. A CPU
     rehearsal (the 1.3M model, one seed, 2 rounds of 8 Coder steps x 16 rollouts) from test pass@1 0.047 after SFT:
     5e-5 ended at 0.094 (12 of 128 samples ok, against 6), 5e-4 at 0.031 (format errors 38 -> 59 of 128)."""
+    rl_warmup_steps: int = 0
+    """Linear learning-rate warm-up of each GRPO phase, in steps (every phase starts a fresh optimizer). Without it
+    Adam's first update moves every weight by about the learning rate whatever the gradient's size (its moment
+    estimates hold one noisy batch)."""
     api_sets_per_round: int = 16
     """API sets of a round (the Proposer phase's prompts and the task batch)."""
     coder_k: int = 2
@@ -112,6 +116,8 @@ class StudyConfig:
             raise ValueError(f"StudyConfig.prompts must be one of {', '.join(PROMPTS)}, got {self.prompts!r}")
         if not 0.0 < self.val_fraction < 1.0:
             raise ValueError(f"StudyConfig.val_fraction must be in (0, 1), got {self.val_fraction!r}")
+        if self.rl_warmup_steps < 0:
+            raise ValueError(f"StudyConfig.rl_warmup_steps must be >= 0, got {self.rl_warmup_steps!r}")
         for name in ("rounds", "train_tasks", "test_tasks", "eval_samples", "sft_patience"):
             if getattr(self, name) < 1:
                 raise ValueError(f"StudyConfig.{name} must be >= 1, got {getattr(self, name)!r}")

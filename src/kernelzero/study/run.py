@@ -246,7 +246,7 @@ class Study:
         on_cpu = _torch_device(cfg.device) == "cpu"
         common = {"use_cpu": on_cpu, "bf16": False, "log_completions": False, "seed": self.seed,
                   "num_generations": cfg.rl_generations, "max_completion_length": cfg.max_new_tokens,
-                  "learning_rate": cfg.rl_lr}  # fmt: skip
+                  "learning_rate": cfg.rl_lr, "grpo_overrides": {"warmup_steps": cfg.rl_warmup_steps}}  # fmt: skip
         coder = CoderPhaseConfig(model=str(self.seed_dir / "sft" / "coder" / "final"), max_steps=cfg.coder_steps,
                                  per_device_train_batch_size=cfg.coder_batch,
                                  gate=GateConfig(alpha=arm.alpha, beta=arm.beta), **common)  # fmt: skip
