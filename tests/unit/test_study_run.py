@@ -11,6 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from kernelzero.eval.evaluate import EvalRecord
+from kernelzero.eval.report import write_report
 from kernelzero.generation.base import Completion, SamplingConfig
 from kernelzero.judge.verdict import Verdict
 from kernelzero.loop.config import RunConfig
@@ -78,10 +80,19 @@ def test_each_arm_changes_the_coder_reward_as_named():
     assert [a.train_proposer for a in ARMS.values()] == [True, True, True, False]
 
 
-def _summary(path: Path, pass1: float) -> None:
+def _summary(path: Path, pass1: float, weights: str | None = None) -> None:
+    """An eval folder's summary.json as the eval report writes it (`eval.report.write_report`, not a hand-made
+    dict: a fixture once keyed fast_p by "1" where the report writes "1.0", and the GPU run's report crashed): 20
+    tasks of one timed sample each, a share `pass1` of them correct, every other correct one twice as fast as eager."""
     path.mkdir(parents=True)
-    row = {"label": "all", "tasks": 64, "pass": {"1": pass1}, "speed": {"eager": {"strict": {"1": pass1 / 2}}}}
-    (path / "summary.json").write_text(json.dumps({"rows": [row]}))
+    n, records = 20, []
+    for i in range(n):
+        ok = i < round(pass1 * n)
+        fast = ok and i % 2 == 0
+        timing = {"speedup_eager": 2.0 if fast else 0.5, "speed_noise": 0.01} if ok else {}
+        v = Verdict(status="ok", correct=True, timed=True, **timing) if ok else Verdict.fail("incorrect", "off")
+        records.append(EvalRecord(f"t{i}", None, 0, 1, "code", v))
+    write_report(path, records, [1], {"weights": weights}, plots=False)
 
 
 def test_report_takes_mean_and_spread_over_seeds(tmp_path):
@@ -99,6 +110,26 @@ def test_report_takes_mean_and_spread_over_seeds(tmp_path):
     assert arm["gain_pass@1"]["mean"] == pytest.approx(0.2) and arm["gain_exceeds_spread"]
     assert arm["final_fast_1"]["mean"] == pytest.approx(0.225)
     assert arm["vs_main"] == {"diff": 0.0, "counts": False}
+
+
+def test_an_arm_is_measured_against_the_evaluation_of_the_weights_it_started_from(tmp_path):
+    """Seed 0's SFT trained again on another machine without reproducing: its first evaluation was retired and a
+    new one made. The arm that ran on the first machine still compares with the first (found by digest, in
+    retired/), the arm started on the second machine with the second; an arm whose start matches neither is left
+    out of the table."""
+    d = tmp_path / "seed-0"
+    _summary(d / "retired" / "eval-sft-20261206T020000" / "eval-sft", 0.1, weights="aaaa")
+    _summary(d / "eval-sft", 0.3, weights="bbbb")
+    for arm, start, final in (("main", "aaaa", 0.2), ("correctness_only", "bbbb", 0.35), ("always_speed", "cccc", 0.5)):
+        (d / arm / "run").mkdir(parents=True)
+        (d / arm / "start.json").write_text(json.dumps({"coder": start, "proposer": "p"}))
+        _summary(d / arm / "eval-round-1", final)
+    out = collect(tmp_path)
+    main, other, lost = (out["runs"][f"{a}/seed-0"] for a in ("main", "correctness_only", "always_speed"))
+    assert main["sft"]["pass@1"] == pytest.approx(0.1) and main["same_start"] is True
+    assert other["sft"]["pass@1"] == pytest.approx(0.3) and other["same_start"] is True
+    assert lost["same_start"] is False and out["arms"]["always_speed"]["seeds"] == []
+    assert out["arms"]["main"]["gain_pass@1"]["mean"] == pytest.approx(0.1)
 
 
 def test_one_seed_never_counts_as_beating_the_spread(tmp_path):

@@ -29,13 +29,26 @@ def eval_figures(eval_dir: Path) -> dict[str, float | None] | None:
         return None
     row = summary["rows"][-1]  # the "all" row
     speed = row["speed"].get("eager")
-    return {"pass@1": row["pass"]["1"], "fast_1": speed["strict"]["1"] if speed else None, "tasks": row["tasks"]}
+    # the eval report keys fast_p by its float thresholds (`eval.report.FAST_PS`): "1.0"
+    fast_1 = speed["strict"][str(1.0)] if speed else None
+    return {"pass@1": row["pass"]["1"], "fast_1": fast_1, "tasks": row["tasks"]}
 
 
 def _spread(values: list[float]) -> dict[str, float] | None:
     if not values:
         return None
     return {"mean": sum(values) / len(values), "spread": max(values) - min(values), "n": len(values)}
+
+
+def _sft_evals(seed_dir: Path) -> dict[str, Path]:
+    """Weights digest -> the finished evaluation after SFT of those weights: `seed-S/eval-sft` and any retired one
+    (`seed-S/retired/*/eval-sft`, `study.weights.retire`); the current one wins a tie."""
+    found = {}
+    for ev in [*sorted(seed_dir.glob("retired/*/eval-sft")), seed_dir / "eval-sft"]:
+        weights = ((_read(ev / "summary.json") or {}).get("meta") or {}).get("weights")
+        if weights:
+            found[weights] = ev
+    return found
 
 
 def collect(out: Path) -> dict[str, Any]:
@@ -45,10 +58,14 @@ def collect(out: Path) -> dict[str, Any]:
         m = re.fullmatch(r"seed-(\d+)", seed_dir.name)
         if not m:
             continue
-        sft = eval_figures(seed_dir / "eval-sft")
-        evaluated = ((_read(seed_dir / "eval-sft" / "summary.json") or {}).get("meta") or {}).get("weights")
+        by_weights = _sft_evals(seed_dir)
         for arm_dir in sorted(p for p in seed_dir.iterdir() if (p / "run").is_dir()):
             start = (_read(arm_dir / "start.json") or {}).get("coder")
+            # the evaluation of the very weights this arm started from, retired ones included: an SFT trained
+            # again on another machine that did not reproduce retires the old evaluation, not the arms it started
+            sft_dir = by_weights.get(start, seed_dir / "eval-sft")
+            sft = eval_figures(sft_dir)
+            evaluated = ((_read(sft_dir / "summary.json") or {}).get("meta") or {}).get("weights")
             rounds = []
             for ev in sorted(arm_dir.glob("eval-round-*"), key=lambda p: int(p.name.rsplit("-", 1)[1])):
                 figures = eval_figures(ev)
