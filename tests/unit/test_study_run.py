@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,7 +19,7 @@ from kernelzero.judge.verdict import Verdict
 from kernelzero.loop.config import RunConfig
 from kernelzero.rewards.cagrpo import gated_group_rewards
 from kernelzero.rewards.config import GateConfig
-from kernelzero.study.config import ARMS, StudyConfig, smoke_config
+from kernelzero.study.config import ARMS, StudyConfig, corpus_mismatch, pin_config, smoke_config
 from kernelzero.study.report import _running_mean, collect
 from kernelzero.study.run import Study, _Prefetched, _VerdictCache
 from kernelzero.study.sft import PlateauStop, split
@@ -252,3 +253,42 @@ def test_the_corpus_pool_is_untimed_and_the_next_stage_gets_a_timed_one(monkeypa
     assert study.judge(timed=False) is corpus and made == [False]  # one pool for the whole corpus stage
     evaluations = study.judge()
     assert corpus.closed and evaluations is not corpus and made == [False, True]
+
+
+def _finished_corpus(folder: Path, config: StudyConfig) -> None:
+    pin_config(folder, config)
+    (folder / "corpus").mkdir()
+    (folder / "corpus" / "done.json").write_text('{"kept": 3}')
+    (folder / "corpus" / "corpus.jsonl").write_text('{"task_name": "t0"}\n')
+
+
+@pytest.mark.parametrize("as_pack", [False, True])
+def test_a_new_study_can_start_from_another_studys_corpus(tmp_path, monkeypatch, as_pack):
+    """The corpus costs the most device minutes of a study and depends only on its corpus fields: a study whose
+    loop sizes differ starts from it (a folder or a pack), one whose tasks differ is refused, naming the field."""
+    from kernelzero.cli import main
+    from kernelzero.study.weights import pack
+
+    old = tmp_path / "old"
+    _finished_corpus(old, smoke_config())
+    source = old
+    if as_pack:
+        source = tmp_path / "old.tgz"
+        pack(old, source)
+    seen = {}
+
+    def run(self):
+        seen["corpus"] = (self.out / "corpus" / "corpus.jsonl").read_text()
+        return {"runs": {}}
+
+    monkeypatch.setattr(Study, "run", run)
+    new = tmp_path / "new"
+    assert main(["study", "--smoke", "--rounds", "2", "--corpus-from", str(source), "--out", str(new)]) == 0
+    assert seen["corpus"] == '{"task_name": "t0"}\n' and json.loads((new / "study_config.json").read_text())["rounds"] == 2
+    assert main(["study", "--smoke", "--corpus-from", str(source), "--out", str(new)]) == 2  # already has one
+    other = tmp_path / "other.yaml"
+    other.write_text("train_tasks: 5\n")
+    assert main(["study", "--smoke", "-c", str(other), "--corpus-from", str(source), "--out", str(tmp_path / "x")]) == 2
+    assert not (tmp_path / "x").exists()  # refused before anything was written
+    assert corpus_mismatch(json.loads((old / "study_config.json").read_text()), replace(smoke_config(), train_tasks=5,
+                                                                                           rounds=3)) == ["train_tasks"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import shutil
 import time
 from pathlib import Path
 from typing import Annotated
@@ -13,8 +14,9 @@ import typer
 from kernelzero.commands.app import app
 from kernelzero.commands.ui import check_choice, check_file, fail, interruptible, quiet_library_warnings
 from kernelzero.loop.config import ConfigError, merge, read_config_file
-from kernelzero.study.config import ARMS, StudyConfig, pin_config, smoke_config
+from kernelzero.study.config import ARMS, StudyConfig, corpus_mismatch, pin_config, smoke_config
 from kernelzero.study.report import SMOKE_NOTE
+from kernelzero.study.weights import corpus_source
 from kernelzero.study.weights import pack as pack_folder
 
 
@@ -30,6 +32,10 @@ def study_command(
                                                 "(kernelzero.study.config) over the defaults.")] = None,
     smoke: Annotated[bool, typer.Option(help="Every stage at toy size on CPU: checks the pipeline, measures "
                                         "nothing.")] = False,
+    corpus_from: Annotated[Path | None, typer.Option("--corpus-from", help="Start a new --out from the corpus of "
+                                                     "another study (its folder or --pack file) instead of judging "
+                                                     "it again: its corpus fields (tasks, shapes, judge) must equal "
+                                                     "this config's; everything after the corpus may differ.")] = None,
     pack: Annotated[Path | None, typer.Option(help="When the invocation ends (done, failed or interrupted), also "
                                               "write the folder without weights to this .tar.gz (a few MB: what a "
                                               "lent machine can bring back). Unpacked into --out elsewhere, the "
@@ -57,8 +63,21 @@ def study_command(
         typer.echo(SMOKE_NOTE)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     quiet_library_warnings()
+    if corpus_from is not None:
+        if not corpus_from.exists():
+            fail(f"--corpus-from {corpus_from}: no such file or folder")
+        if (out / "corpus").exists():
+            fail(f"--corpus-from: {out} already holds a corpus; drop --corpus-from to resume it, or use a new --out")
     try:
-        pin_config(out, cfg)
+        if corpus_from is None:
+            pin_config(out, cfg)
+        else:
+            with corpus_source(corpus_from) as (theirs, corpus):
+                if differ := corpus_mismatch(theirs, cfg):
+                    raise ValueError(f"--corpus-from {corpus_from}: its corpus was made with other {', '.join(differ)}")
+                pin_config(out, cfg)
+                shutil.copytree(corpus, out / "corpus")
+            typer.echo(f"corpus taken from {corpus_from}")
     except ValueError as e:
         fail(str(e))
     from kernelzero.study.run import Study

@@ -140,6 +140,17 @@ def pin_config(out: str | Path, config: StudyConfig) -> None:
     path.write_text(json.dumps(mine, indent=2) + "\n", encoding="utf-8")
 
 
+CORPUS_FIELDS = ("smoke", "device", "family", "train_tasks", "proposer_tasks", "test_tasks", "judge_trials")
+"""The fields the corpus stage depends on (its tasks, the judge that passed them): another study with these equal
+may start from the same corpus (`kernelzero study --corpus-from`) and differ in everything after it."""
+
+
+def corpus_mismatch(theirs: dict, config: StudyConfig) -> list[str]:
+    """The corpus fields in which a study config written as JSON (`study_config.json`) differs from `config`."""
+    mine = json.loads(json.dumps(asdict(config), default=str))
+    return [k for k in CORPUS_FIELDS if theirs.get(k) != mine.get(k)]
+
+
 def smoke_config(rounds: int = 1) -> StudyConfig:
     """Every stage at toy size on CPU (Triton interpreter, tiny model, a handful of tasks): a few minutes on 2 cores."""
     return StudyConfig(smoke=True, device="cpu", family=FamilyConfig(rows=(64, 64), cols=(64, 64)), train_tasks=4,
@@ -150,4 +161,4 @@ def smoke_config(rounds: int = 1) -> StudyConfig:
                        api_sets_per_round=2, coder_k=1, judge_trials=1, judge_workers=2)  # fmt: skip
 
 
-__all__ = ["ARMS", "Arm", "StudyConfig", "pin_config", "smoke_config"]
+__all__ = ["ARMS", "CORPUS_FIELDS", "Arm", "StudyConfig", "corpus_mismatch", "pin_config", "smoke_config"]

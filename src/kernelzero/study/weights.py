@@ -21,7 +21,10 @@ import hashlib
 import json
 import shutil
 import tarfile
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 WEIGHT_FOLDERS = ("models", "final")
@@ -70,6 +73,25 @@ def unpack(archive: str | Path, out: str | Path) -> None:
         tar.extractall(out, filter="data")
 
 
+@contextmanager
+def corpus_source(source: str | Path) -> Iterator[tuple[dict, Path]]:
+    """The config (`study_config.json`) and `corpus/` folder of a study folder or pack, for the time of the `with`
+    (a pack's are unpacked to a temporary folder); ValueError when it holds no finished corpus."""
+    source = Path(source)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = source
+        if source.is_file():
+            with tarfile.open(source, "r:gz") as tar:
+                wanted = [m for m in tar.getmembers() if m.name == "study_config.json"
+                          or Path(m.name).parts[:1] == ("corpus",)]  # fmt: skip
+                tar.extractall(tmp, members=wanted, filter="data")
+            root = Path(tmp)
+        config, corpus = root / "study_config.json", root / "corpus"
+        if not config.is_file() or not (corpus / "done.json").is_file():
+            raise ValueError(f"{source}: holds no finished study corpus (study_config.json and corpus/done.json)")
+        yield json.loads(config.read_text(encoding="utf-8")), corpus
+
+
 def retire(path: Path, seed_dir: Path, why: str) -> Path:
     """Move `path` (an evaluation, an arm's run) to `seed_dir/retired/<name>-<time>/` with a note of `why`: kept for
     the record, out of the report (which reads `seed-S/eval-sft` and `seed-S/ARM/`)."""
@@ -95,4 +117,4 @@ def run_needs_lost_weights(run_dir: Path, evals_missing: list[int]) -> bool:
     return any(weights_digest(p) is None for p in needed)
 
 
-__all__ = ["pack", "retire", "run_needs_lost_weights", "unpack", "weights_digest"]
+__all__ = ["pack", "corpus_source", "retire", "run_needs_lost_weights", "unpack", "weights_digest"]
