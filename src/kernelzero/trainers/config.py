@@ -29,6 +29,9 @@ class GRPOPhaseConfig:
     """Local path or hub id of the policy. None: the tiny CPU model (`kernelzero.generation.tiny.tiny_model_path()`)."""
     learning_rate: float = 1e-5
     max_steps: int = 1
+    """Optimizer steps, not judged batches. TRL generates (and the reward functions judge) one batch every
+    `steps_per_generation * num_iterations / gradient_accumulation_steps` steps and trains on it until the next:
+    with `grpo_overrides={"num_iterations": mu}` (GRPO's mu), N judged batches take N * mu steps."""
     per_device_train_batch_size: int = 4
     """Completions per device per optimisation step; with gradient accumulation and the number of processes it sets
     the generation batch, which TRL requires to hold whole groups of `num_generations`."""
