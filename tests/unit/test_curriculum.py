@@ -199,3 +199,70 @@ def test_propose_batch_scores_valid_tasks_with_coder_samples(tmp_path):
     assert (second.validation.reason, second.samples) == ("missing_api", None)
     tasks, side = write_outputs(summary, tmp_path / "t.jsonl")
     assert tasks.read_text().count("\n") == 1 and '"missing_api": 1' in side.read_text()
+
+
+class _SeededCoder:
+    """A Coder whose k answers follow its call's seed (`# ok` where the seed's script says so); records each call's
+    (chats, n, seed)."""
+
+    name = "seeded"
+    SCRIPT = {10: "ok wrong ok", 12: "wrong wrong ok", 7: "ok ok wrong"}
+
+    def __init__(self):
+        self.calls: list[tuple[int, int, int | None]] = []
+
+    def generate(self, prompts, n, sampling):
+        from kernelzero.generation.base import Completion
+
+        self.calls.append((len(prompts), n, sampling.seed))
+        marks = self.SCRIPT[sampling.seed].split()
+        return [[Completion(f"```python\nclass ModelNew:\n    pass  # {marks[j]} {c}\n```", "stop") for j in range(n)]
+                for c in range(len(prompts))]  # fmt: skip
+
+
+def test_measure_judges_every_valid_proposal_in_one_batch_with_per_proposal_seeds():
+    from kernelzero.curriculum.proposals import Proposal, measure
+    from kernelzero.curriculum.validate import ValidationResult
+    from kernelzero.generation.base import SamplingConfig
+    from kernelzero.judge.verdict import Verdict
+
+    def proposals() -> list[Proposal]:
+        ok = [Proposal(f"p{i}", ("F.relu",), SRC, ValidationResult(f"p{i}", None)) for i in (0, 2)]
+        bad = Proposal("p1", ("F.relu",), SRC, ValidationResult("p1", "missing_api", "no F.relu"))
+        return [ok[0], bad, ok[1]]
+
+    def judge_fn(task, code, backend):
+        calls.append(task.name)
+        return Verdict(status="ok", correct=True) if "# ok" in code else Verdict.fail("incorrect", "stub")
+
+    batches: list[list[str]] = []
+
+    def judge_many(requests):
+        batches.append([t.name for t, _, _ in requests])
+        return [judge_fn(*r) for r in requests]
+
+    def seeded(i: int) -> SamplingConfig:  # the loop's sampling(i): a seed per proposal
+        return SamplingConfig(seed=10 + i)
+
+    calls: list[str] = []
+    serial, coder = proposals(), _SeededCoder()
+    measure(serial, coder, k=3, backend="triton", judge_fn=judge_fn, sampling=seeded)
+    assert len(calls) == 6 and coder.calls == [(1, 3, 10), (1, 3, 12)]
+    calls = []
+    batched, coder = proposals(), _SeededCoder()
+    measure(batched, coder, k=3, backend="triton", judge_fn=judge_fn, sampling=seeded, judge_many=judge_many)
+    assert batches == [["p0"] * 3 + ["p2"] * 3]  # one batch of both valid proposals' k samples
+    assert coder.calls == [(1, 3, 10), (1, 3, 12)]  # each proposal sampled under its own seed, as one by one
+    for p, q in zip(serial, batched, strict=True):
+        assert (p.successes, p.samples, p.success_rate) == (q.successes, q.samples, q.success_rate)
+        assert [j.code for j in p.judged] == [j.code for j in q.judged]
+    first, invalid, last = batched
+    assert (first.successes, first.samples, first.success_rate) == (2, 3, pytest.approx(2 / 3))
+    assert (last.successes, last.samples, last.success_rate) == (1, 3, pytest.approx(1 / 3))
+    assert (invalid.samples, invalid.success_rate, invalid.judged) == (None, None, [])
+
+    shared, coder, batches = proposals(), _SeededCoder(), []  # one config for all (`propose_batch`): one generate
+    measure(shared, coder, k=3, backend="triton", judge_fn=judge_fn, sampling=lambda _i: SamplingConfig(seed=7),
+            judge_many=judge_many)  # fmt: skip
+    assert coder.calls == [(2, 3, 7)] and batches == [["p0"] * 3 + ["p2"] * 3]
+    assert [p.successes for p in shared] == [2, None, 2]

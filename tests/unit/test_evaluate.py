@@ -6,6 +6,7 @@ judging; the real judge runs in tests/integration/test_eval_cpu.py.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -171,16 +172,107 @@ def test_cli_resume_refuses_other_settings(tmp_path):
     assert res.exit_code == 2 and re.search(r"samples: 4 there, 2 now", res.output)
 
 
+class KeyedPolicy:
+    """Answers that depend only on the chat and the answer's place among its n, never on which `generate` call asks:
+    an attempt gets the same answer task by task or batched over tasks. Records (chats, n) of each call."""
+
+    name = "keyed"
+
+    def __init__(self):
+        self.calls: list[tuple[int, int]] = []
+
+    def generate(self, prompts, n: int, sampling: SamplingConfig) -> list[list[Completion]]:
+        self.calls.append((len(prompts), n))
+        out = []
+        for chat in prompts:
+            row = []
+            for j in range(n):
+                h = hashlib.sha256(json.dumps([chat, j]).encode()).hexdigest()[:8]
+                marker = "ok" if h < "6" else "wrong"  # about a third correct
+                code = f"from torch import nn\n\n\nclass ModelNew(nn.Module):\n    pass  # {marker} {h}"
+                row.append(Completion(f"```python\n{code}\n```", "stop"))
+            out.append(row)
+        return out
+
+
+class BatchedJudge(CountingJudge):
+    """A `judge_many` (list-returning, as `JudgePool.judge_many`) that keeps the size of each batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.batches: list[int] = []
+
+    def judge_many(self, requests):
+        self.batches.append(len(requests))
+        return list(self.many(requests))
+
+
+def _fields(records: Sequence[EvalRecord]) -> list[tuple]:
+    return [(r.key, r.level, r.source, r.completion, r.finish_reason, r.verdict.to_dict()) for r in records]
+
+
 def test_judging_a_turn_in_one_batch_gives_the_same_records(tmp_path):
-    one, batched = CountingJudge(), CountingJudge()
-    batches: list[int] = []
-
-    def judge_many(requests):
-        batches.append(len(requests))
-        return list(batched.many(requests))
-
-    a = run_eval(tasks(), NumberingPolicy(), backend="triton", judge_fn=one, out_dir=tmp_path / "a", samples=2, turns=2)
-    b = run_eval(tasks(), NumberingPolicy(), backend="triton", judge_fn=None, judge_many=judge_many,
+    one, batched = CountingJudge(), BatchedJudge()
+    p1, p2 = KeyedPolicy(), KeyedPolicy()
+    a = run_eval(tasks(), p1, backend="triton", judge_fn=one, out_dir=tmp_path / "a", samples=2, turns=2)
+    b = run_eval(tasks(), p2, backend="triton", judge_fn=None, judge_many=batched.judge_many,
                  out_dir=tmp_path / "b", samples=2, turns=2)  # fmt: skip
-    assert batches == [2, 2, 2, 2]  # one batch per (task, turn)
-    assert [(r.key, r.source, r.verdict.status) for r in a] == [(r.key, r.source, r.verdict.status) for r in b]
+    assert batched.batches == [4, 4]  # one batch per turn, over both tasks
+    assert p1.calls == [(1, 2), (2, 1), (1, 2), (2, 1)] and p2.calls == [(2, 2), (4, 1)]  # one generate per turn
+    assert _fields(a) == _fields(b) and len(a) == 8
+    assert {r.verdict.status for r in a} == {"ok", "incorrect"}  # both kinds of feedback reach turn 2
+
+
+def test_run_eval_with_a_pool_judges_every_task_of_a_turn_in_one_call(tmp_path):
+    five = [Task(name=f"t{i}", source=TASK_SRC, level=2) for i in range(5)]
+    one, batched = CountingJudge(), BatchedJudge()
+    policy = NumberingPolicy()
+    a = run_eval(five, NumberingPolicy(), backend="triton", judge_fn=one, out_dir=tmp_path / "a", samples=3)
+    b = run_eval(five, policy, backend="triton", judge_fn=None, judge_many=batched.judge_many,
+                 out_dir=tmp_path / "b", samples=3)  # fmt: skip
+    assert batched.batches == [15] and len(one.calls) == 15  # one call of 15 requests, not five of three
+    assert len(policy.chats) == 5 and policy.count == 15
+    assert _fields(a) == _fields(b)
+    assert [(r.task, r.sample) for r in b] == [(f"level2/t{i}", s) for i in range(5) for s in range(3)]
+    assert (tmp_path / "a" / VERDICTS).read_text() == (tmp_path / "b" / VERDICTS).read_text()  # same lines, same order
+
+
+def test_batched_verdicts_are_recorded_as_they_arrive(tmp_path):
+    """With a streaming judge_many (`JudgePool.imap`), each verdict is on disk before the next one is judged."""
+    judge, on_disk = CountingJudge(), []
+
+    def imap(requests):
+        for r in requests:
+            path = tmp_path / VERDICTS
+            on_disk.append(len(path.read_text().splitlines()) if path.exists() else 0)
+            yield judge(*r)
+
+    run_eval(tasks(), NumberingPolicy(), backend="triton", judge_fn=None, judge_many=imap, out_dir=tmp_path,
+             samples=3)  # fmt: skip
+    assert on_disk == [0, 1, 2, 3, 4, 5]
+
+
+def test_resume_with_a_pool_neither_generates_nor_judges_recorded_attempts(tmp_path):
+    run_eval(tasks(), NumberingPolicy(), backend="triton", judge_fn=None, judge_many=BatchedJudge().judge_many,
+             out_dir=tmp_path, samples=2, turns=2)  # fmt: skip
+    path = tmp_path / VERDICTS
+    lines = path.read_text().splitlines(keepends=True)
+    kept = [json.loads(x) for x in lines[:3]]
+    assert [(x["task"], x["sample"], x["turn"]) for x in kept] == [("level1/t1", 0, 1), ("level1/t1", 1, 1),
+                                                                    ("level1/t2", 0, 1)]  # fmt: skip
+    path.write_text("".join(lines[:3]) + lines[3][:10])  # interrupted while writing t2's sample 1, turn 1
+    judge, policy = BatchedJudge(), NumberingPolicy()
+    records = run_eval(tasks(), policy, backend="triton", judge_fn=None, judge_many=judge.judge_many,
+                       out_dir=tmp_path, samples=2, turns=2)  # fmt: skip
+
+    assert judge.batches == [1, 4] and policy.count == 5  # t2 s1 t1, then every turn-2 attempt
+    assert [name for name, _ in judge.calls] == ["t2", "t1", "t1", "t2", "t2"]
+    assert policy.chats[0][-1]["role"] == "user" and len(policy.chats[0]) == 2  # t2's turn-1 chat, asked for n=1
+    # the turn-2 chats of the resumed chains carry their recorded answers and verdicts
+    for chat, old in zip(policy.chats[1:4], kept, strict=True):
+        assert old["source"].split("# ")[-1] in chat[2]["content"]
+        assert Verdict.from_dict(old["verdict"]).feedback in chat[3]["content"]
+    after = [json.loads(x) for x in path.read_text().splitlines()]
+    assert after[:3] == kept and len({(x["task"], x["sample"], x["turn"]) for x in after}) == len(after) == 8
+    assert [r.key for r in records] == [(t, s, turn) for t in ("level1/t1", "level1/t2") for turn in (1, 2)
+                                        for s in (0, 1)]  # fmt: skip

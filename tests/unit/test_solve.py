@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelzero.cli import app
-from kernelzero.eval.solve import solve, write_solve_outputs
+from kernelzero.eval.solve import solve, solve_many, write_solve_outputs
 from kernelzero.generation.base import Completion, SamplingConfig
 from kernelzero.judge.verdict import Verdict
 from kernelzero.roles.coder import worked_example
@@ -129,6 +129,80 @@ def test_outputs_on_disk(stub_judge, tmp_path):
         "speedup_compile": None,
     }
     assert summary["statuses"] == {"format_error": 1, "ok": 2, "incorrect": 1} and summary["solved"]
+
+
+class BatchRecorder:
+    """A `judge_many` over `stub_judge` that keeps each call's requests (task name, code)."""
+
+    def __init__(self, judge: StubJudge):
+        self.judge, self.batches = judge, []
+
+    def __call__(self, requests):
+        self.batches.append([(t.name, code) for t, code, _ in requests])
+        return [self.judge(*r) for r in requests]
+
+
+def test_solve_many_generates_and_judges_each_turn_once_and_chains_keep_their_own_feedback(stub_judge):
+    a, b = Task(name="a", source=TASK_SOURCE), Task(name="b", source=TASK_SOURCE.replace("relu", "relu6"))
+    policy = ScriptedPolicy([
+        [answer("wrong a0"), "no code a1", answer("ok:1.5 b0"), answer("b1")],  # turn 1: (task a x 2), (task b x 2)
+        [answer("ok:2.0 a0"), answer("wrong a1"), answer("ok:1.2 b0"), answer("ok:3.0 b1")],  # turn 2: one per chain
+    ])  # fmt: skip
+    judge_many, seen = BatchRecorder(stub_judge), []
+    results = solve_many([a, b], policy, backend="triton", judge_many=judge_many, samples=2, turns=2,
+                         on_rollout=lambda i, r: seen.append((i, r.sample, r.turn)))  # fmt: skip
+    assert [len(chats) for chats in policy.prompts] == [2, 4]  # one generate per turn over both tasks
+    assert [[name for name, _ in batch] for batch in judge_many.batches] == [["a", "b", "b"], ["a", "a", "b", "b"]]
+    # every new rollout is reported, the unparsable one too (it never reached the judge), in task then sample order
+    assert seen == [(i, s, t) for t in (1, 2) for i in (0, 1) for s in (0, 1)]
+    a0, a1, b0, b1 = policy.prompts[1]
+    assert "relu6" not in json.dumps(a0) and "relu6" in b0[1]["content"]  # each chain keeps its own task
+    assert "# wrong a0" in a0[2]["content"] and "Status: incorrect.\nmax abs error 0.5" in a0[3]["content"]
+    assert a1[2]["content"] == "no code a1" and "Status: format_error (guard: parse)" in a1[3]["content"]
+    assert "# ok:1.5 b0" in b0[2]["content"] and "Status: ok (correct; speed: 1.50x" in b0[3]["content"]
+    assert "# b1" in b1[2]["content"] and "Status: compile_error." in b1[3]["content"]
+    for mine, chat in zip(("a0", "a1", "b0", "b1"), (a0, a1, b0, b1), strict=True):  # chains never see each other
+        replayed = chat[2]["content"] + "\n" + chat[3]["content"]
+        assert [m for m in ("a0", "a1", "b0", "b1") if re.search(rf"\b{m}\b", replayed)] == [mine]
+    assert [(r.sample, r.turn, r.verdict.status) for r in results[0].rollouts] == [
+        (0, 1, "incorrect"), (1, 1, "format_error"), (0, 2, "ok"), (1, 2, "incorrect")
+    ]  # fmt: skip
+    assert [r.verdict.speedup_eager for r in results[1].rollouts] == [1.5, None, 1.2, 3.0]
+    assert (results[0].task, results[1].best.sample, results[1].best.turn) == ("a", 1, 2)
+
+
+def test_solve_many_replays_done_rollouts_without_generating_or_judging_them(stub_judge):
+    a, b = Task(name="a", source=TASK_SOURCE), Task(name="b", source=TASK_SOURCE)
+    first = solve_many([a, b], ScriptedPolicy([[answer("wrong a0"), answer("ok:1.1 a1"), "b0", answer("wrong b1")]]),
+                       backend="triton", judge_many=BatchRecorder(StubJudge()), samples=2)  # fmt: skip
+    done_a = {(r.sample, r.turn): r for r in first[0].rollouts}  # task a's turn 1 is recorded, and b's sample 1
+    done_b = {(1, 1): first[1].rollouts[1]}
+    policy = ScriptedPolicy([[answer("wrong b0 again")], [answer(f"ok:2.0 {m}") for m in ("a0", "a1", "b0", "b1")]])
+    judge_many, seen = BatchRecorder(stub_judge), []
+    results = solve_many([a, b], policy, backend="triton", judge_many=judge_many, samples=2, turns=2,
+                         done=[done_a, done_b], on_rollout=lambda i, r: seen.append((i, r.sample, r.turn)))  # fmt: skip
+    assert [len(chats) for chats in policy.prompts] == [1, 4]  # turn 1: only b's sample 0 is generated
+    assert [len(batch) for batch in judge_many.batches] == [1, 4]
+    assert "# wrong b0 again" in judge_many.batches[0][0][1]
+    assert seen == [(1, 0, 1), (0, 0, 2), (0, 1, 2), (1, 0, 2), (1, 1, 2)]  # never for a replayed rollout
+    assert results[0].rollouts[:2] == first[0].rollouts and results[1].rollouts[1] is done_b[(1, 1)]
+    a0, a1, b0, b1 = policy.prompts[1]  # replayed chains carry their recorded answer and verdict
+    assert "# wrong a0" in a0[2]["content"] and "Status: incorrect." in a0[3]["content"]
+    assert "# ok:1.1 a1" in a1[2]["content"] and "# wrong b0 again" in b0[2]["content"]
+    assert "# wrong b1" in b1[2]["content"]
+
+
+def test_solve_without_a_pool_records_each_verdict_before_the_next_judging():
+    order = []
+
+    def judge_fn(task, code, backend):
+        order.append(("judge", code.split("# ")[-1].strip()))
+        return Verdict.fail("incorrect", "stub", backend=backend)
+
+    policy = ScriptedPolicy([[answer("s0"), answer("s1"), answer("s2")]])
+    solve(task(), policy, backend="triton", judge_fn=judge_fn, samples=3,
+          on_rollout=lambda r: order.append(("record", r.sample)))  # fmt: skip
+    assert order == [("judge", "s0"), ("record", 0), ("judge", "s1"), ("record", 1), ("judge", "s2"), ("record", 2)]
 
 
 def test_samples_and_turns_must_be_positive(stub_judge):

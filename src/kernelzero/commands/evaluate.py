@@ -190,8 +190,9 @@ def eval_command(
             )
         else:
             try:
+                # imap: each verdict is recorded (and the bar advances) as it comes, not when the whole turn is judged
                 records = run_eval(the_tasks, policy, backend=backend, judge_fn=pool.judge,
-                                   judge_many=pool.judge_many, out_dir=out, samples=samples, turns=turns,
+                                   judge_many=pool.imap, out_dir=out, samples=samples, turns=turns,
                                    sampling=sampling, on_record=progress, brief=prompts == "brief")  # fmt: skip
             except (GenerationError, ValueError) as exc:
                 fail(f"{exc} (recorded attempts are kept: {resume_hint()})", code=1)

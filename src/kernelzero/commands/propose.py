@@ -112,7 +112,9 @@ def propose_command(
     try:
         with judges as judge_pool:  # closed on the way out: its warm workers and build farm do not outlive the batch
             summary = propose_batch(policy, sets, validator, sampling=sampling, coder=coder_policy, k=k,
-                                    judge_fn=judge_pool.judge if judge_pool is not None else None, backend=backend,
+                                    judge_fn=judge_pool.judge if judge_pool is not None else None,
+                                    judge_many=judge_pool.judge_many if judge_pool is not None else None,
+                                    backend=backend,
                                     on_stage=lambda m: typer.echo(m, err=True), brief=prompts == "brief")  # fmt: skip
     except GenerationError as e:
         fail(str(e), code=1)

@@ -22,7 +22,7 @@ from pathlib import Path
 from kernelzero.curriculum.frontier import batch_rewards
 from kernelzero.curriculum.pool import atomic_write
 from kernelzero.curriculum.validate import REASONS, ValidationResult, Validator
-from kernelzero.eval.solve import JudgeFn, solve
+from kernelzero.eval.solve import JudgeFn, SolveResult, serial_judge, solve, solve_many
 from kernelzero.generation.base import Policy, SamplingConfig
 from kernelzero.rewards.proposer import ProposerRewardConfig, mean_correct, tally
 from kernelzero.roles.coder import Judged, JudgeManyFn
@@ -154,16 +154,27 @@ def coder_samples(task: Task, coder: Policy, *, k: int, backend: str, judge_fn: 
     """k samples of the frozen Coder on a task, each judged: what l(m) is measured on (one turn of `eval.solve`)."""
     res = solve(task, coder, backend=backend, judge_fn=judge_fn, samples=k, sampling=sampling, judge_many=judge_many,
                 brief=brief)  # fmt: skip
-    return [Judged(r.completion.text, r.code, r.verdict) for r in res.rollouts]
+    return _judged(res)
 
 
 def measure(proposals: Sequence[Proposal], coder: Policy, *, k: int, backend: str, judge_fn: JudgeFn,
-            sampling: Callable[[int], SamplingConfig], brief: bool = False) -> None:  # fmt: skip
-    """k judged Coder samples and l(m) for every valid proposal; `sampling(i)` samples the i-th proposal's."""
-    for i, p in enumerate(proposals):
-        if p.valid:
-            p.record_samples(coder_samples(p.task(), coder, k=k, backend=backend, judge_fn=judge_fn,
-                                           sampling=sampling(i), brief=brief))  # fmt: skip
+            sampling: Callable[[int], SamplingConfig], judge_many: JudgeManyFn | None = None,
+            brief: bool = False) -> None:  # fmt: skip
+    """k judged Coder samples and l(m) for every valid proposal; `sampling(i)` samples the i-th proposal's.
+
+    With `judge_many` (a pool), every valid proposal's samples are judged in one batch, all in flight at once; else
+    one `judge_fn` call at a time. Each proposal's samples come from a `generate` call of its own unless their
+    configs are equal (`solve_many`), so a per-proposal seed samples exactly as it did proposal by proposal."""
+    valid = [(i, p) for i, p in enumerate(proposals) if p.valid]
+    results = solve_many([p.task() for _, p in valid], coder, backend=backend,
+                         judge_many=judge_many or serial_judge(judge_fn), samples=k,
+                         sampling=[sampling(i) for i, _ in valid], brief=brief)  # fmt: skip
+    for (_, p), res in zip(valid, results, strict=True):
+        p.record_samples(_judged(res))
+
+
+def _judged(result: SolveResult) -> list[Judged]:
+    return [Judged(r.completion.text, r.code, r.verdict) for r in result.rollouts]
 
 
 def reward_batch(proposals: Sequence[Proposal], config: ProposerRewardConfig | None = None) -> None:
@@ -183,13 +194,15 @@ def propose_batch(
     coder: Policy | None = None,
     k: int = 0,
     judge_fn: JudgeFn | None = None,
+    judge_many: JudgeManyFn | None = None,
     backend: str = "triton",
     reward_config: ProposerRewardConfig | None = None,
     on_stage: Callable[[str], None] | None = None,
     brief: bool = False,
 ) -> ProposeSummary:
     """Generate one task per API set, validate all (concurrently), optionally score valid ones with k Coder samples
-    (`brief`: both roles' brief prompts, `roles.coder.PROMPTS`)."""
+    (judged in one batch with `judge_many`, see `measure`; `brief`: both roles' brief prompts, `roles.coder.PROMPTS`).
+    """
     say = on_stage or (lambda _msg: None)
     sampling = sampling or SamplingConfig()
     proposals = propose(policy, api_sets, validator, sampling=sampling, on_stage=on_stage, brief=brief)
@@ -198,7 +211,8 @@ def propose_batch(
         if judge_fn is None:
             raise ValueError("propose_batch: a Coder to measure l(m) with needs a judge_fn")
         say(f"judging {k} Coder samples on each of {len(valid)} valid tasks")
-        measure(proposals, coder, k=k, backend=backend, judge_fn=judge_fn, sampling=lambda _i: sampling, brief=brief)
+        measure(proposals, coder, k=k, backend=backend, judge_fn=judge_fn, sampling=lambda _i: sampling,
+                judge_many=judge_many, brief=brief)  # fmt: skip
     reward_batch(proposals, reward_config)
     return ProposeSummary(proposals)
 

@@ -1,8 +1,8 @@
 """Running an evaluation: generate (or read) solutions for a task set, judge them, and record every verdict, resumably.
 
 Two modes share one record format and one report (`kernelzero.eval.report`):
-- `run_eval`: N samples per task and up to T refinement turns, through `kernelzero.eval.solve.solve` (the same loop as
-  `kernelzero solve`, so turn t > 1 sees the judge's feedback on the same sample's turn t - 1);
+- `run_eval`: N samples per task and up to T refinement turns, through `kernelzero.eval.solve.solve_many` (the same
+  loop as `kernelzero solve`, so turn t > 1 sees the judge's feedback on the same sample's turn t - 1);
 - `run_solutions`: one existing solution file per task (`DIR/NAME.py` or `DIR/levelL/NAME.py`), judged as sample 0,
   turn 1; a task with no file gets a `format_error` record with guard `missing_solution` (counted as not solved).
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from kernelzero.eval.solve import JudgeFn, JudgeManyFn, Rollout, solve
+from kernelzero.eval.solve import JudgeFn, JudgeManyFn, Rollout, serial_judge, solve_many
 from kernelzero.generation.base import Completion, Policy, SamplingConfig
 from kernelzero.judge.verdict import Verdict
 from kernelzero.tasks import Task
@@ -174,39 +174,45 @@ def run_eval(
     """Generate and judge `samples` x `turns` attempts per task, resuming from `out_dir`; every record, in order.
     `brief`: the Coder's brief prompt (`roles.coder.PROMPTS`).
 
-    With `judge_many` (a pool), each turn's answers are judged concurrently; else one `judge_fn` call at a time.
+    With `judge_many` (a pool), each turn's answers of every pending task are judged in one batch (concurrently),
+    each recorded as `judge_many`'s iterable gives its verdict (`JudgePool.imap`: as judged, in request order); else
+    task by task, one `judge_fn` call at a time.
     """
     with RecordLog(out_dir) as log:
         by_task: dict[str, dict[tuple[int, int], Rollout]] = {}
         for r in log.records:
             rollout = Rollout(r.sample, r.turn, Completion(r.completion or "", r.finish_reason), r.source, r.verdict)
             by_task.setdefault(r.task, {})[(r.sample, r.turn)] = rollout
+        pending: list[tuple[Task, dict[tuple[int, int], Rollout]]] = []
         for task in tasks:
-            tid = task_id(task)
-            done = {k: v for k, v in by_task.get(tid, {}).items() if k[0] < samples and k[1] <= turns}
-            if len(done) == samples * turns:
-                continue
+            done = {k: v for k, v in by_task.get(task_id(task), {}).items() if k[0] < samples and k[1] <= turns}
+            if len(done) < samples * turns:
+                pending.append((task, done))
+        # With a pool, every pending task in one `solve_many`: each turn is one batch over all tasks, in flight at
+        # once. Without one, task by task, so nothing waits unrecorded for the other tasks' answers to be generated.
+        groups = [pending] if judge_many is not None else [[p] for p in pending]
+        for group in groups:
+            group_tasks = [task for task, _ in group]
 
-            def record(r: Rollout, task: Task = task, tid: str = tid) -> None:
-                rec = EvalRecord(
-                    tid, task.level, r.sample, r.turn, r.code, r.verdict, r.completion.text, r.completion.finish_reason
-                )
+            def record(i: int, r: Rollout, group_tasks: list[Task] = group_tasks) -> None:
+                task = group_tasks[i]
+                rec = EvalRecord(task_id(task), task.level, r.sample, r.turn, r.code, r.verdict, r.completion.text,
+                                 r.completion.finish_reason)  # fmt: skip
                 log.append(rec)
                 if on_record is not None:
                     on_record(rec)
 
-            solve(
-                task,
+            solve_many(
+                group_tasks,
                 policy,
                 backend=backend,
-                judge_fn=judge_fn,
+                judge_many=judge_many or serial_judge(judge_fn),
                 samples=samples,
                 turns=turns,
                 sampling=sampling,
                 principles=principles,
                 on_rollout=record,
-                done=done,
-                judge_many=judge_many,
+                done=[done for _, done in group],
                 brief=brief,
             )
         return _ordered(log.records, tasks)

@@ -364,8 +364,10 @@ class CoEvolution:
         if valid and loop.coder_k > 0:
             coder = self._policy("coder")
             self.say(f"  judging {loop.coder_k} frozen-Coder samples on each of {len(valid)} valid tasks (l(m))")
-            measure(proposals, coder, k=loop.coder_k, backend=self.config.backend, judge_fn=self.judge().judge,
-                    sampling=lambda i: self._sampling(r, 3 + i), brief=self.brief)  # fmt: skip
+            judge = self.judge()
+            measure(proposals, coder, k=loop.coder_k, backend=self.config.backend, judge_fn=judge.judge,
+                    sampling=lambda i: self._sampling(r, 3 + i), judge_many=judge.judge_many,
+                    brief=self.brief)  # fmt: skip
         reward_batch(proposals, self.config.proposer.reward)
         for i, p in enumerate(proposals):
             for j, judged in enumerate(p.judged):

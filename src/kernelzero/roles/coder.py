@@ -10,7 +10,7 @@ turns of the same chat.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
@@ -180,20 +180,33 @@ def judge_completions(
     columns, the loop's l(m) samples). The completions with code go to `judge_many` in one call, so a pool can judge
     them concurrently; the others get their `format_error` verdict here.
     """
+    return list(iter_judged(requests, judge_many, parse_fn))
+
+
+def iter_judged(
+    requests: Sequence[tuple[Task, str, str]],
+    judge_many: JudgeManyFn,
+    parse_fn: Callable[[str], ParseResult] = parse_coder_completion,
+) -> Iterator[Judged]:
+    """`judge_completions` as a stream: each result is yielded as soon as `judge_many`'s iterable gives its verdict,
+    so a caller that records results loses only the unfinished ones when interrupted. With a streaming `judge_many`
+    (`JudgePool.imap`: every request in flight, verdicts in request order) results come as they are judged; with a
+    list-returning one (`JudgePool.judge_many`), all at once when the batch is done."""
     parsed = [parse_fn(text) for _, text, _ in requests]
-    todo = [i for i, p in enumerate(parsed) if isinstance(p, ParsedCode)]
-    verdicts: dict[int, Verdict] = {}
-    if todo:
-        calls = [(requests[i][0], parsed[i].code, requests[i][2]) for i in todo]  # type: ignore[union-attr]
-        verdicts = dict(zip(todo, judge_many(calls), strict=True))
-    out = []
-    for i, ((task, text, backend), p) in enumerate(zip(requests, parsed, strict=True)):
+    calls = [(task, p.code, backend) for (task, _, backend), p in zip(requests, parsed, strict=True)
+             if isinstance(p, ParsedCode)]  # fmt: skip
+    verdicts = iter(judge_many(calls)) if calls else iter(())  # the judge is not asked for an empty batch
+    for (task, text, backend), p in zip(requests, parsed, strict=True):
         if isinstance(p, ParsedCode):
-            out.append(Judged(text, p.code, verdicts[i]))
+            verdict = next(verdicts, None)
+            if verdict is None:
+                raise ValueError(f"judge_many gave fewer verdicts than the {len(calls)} requests it was sent")
+            yield Judged(text, p.code, verdict)
         else:
-            out.append(Judged(text, None, Verdict.fail("format_error", p.reason, guard="parse", task=task.name,
-                                                       backend=backend)))  # fmt: skip
-    return out
+            yield Judged(text, None, Verdict.fail("format_error", p.reason, guard="parse", task=task.name,
+                                                  backend=backend))  # fmt: skip
+    if next(verdicts, None) is not None:
+        raise ValueError(f"judge_many gave more verdicts than the {len(calls)} requests it was sent")
 
 
 def worked_example(backend: str) -> tuple[str, str]:
