@@ -14,14 +14,13 @@ import pytest
 
 from kernelzero.eval.evaluate import EvalRecord
 from kernelzero.eval.report import write_report
-from kernelzero.generation.base import Completion, SamplingConfig
 from kernelzero.judge.verdict import Verdict
 from kernelzero.loop.config import RunConfig
 from kernelzero.rewards.cagrpo import gated_group_rewards
 from kernelzero.rewards.config import GateConfig
 from kernelzero.study.config import ARMS, StudyConfig, corpus_mismatch, pin_config, smoke_config
 from kernelzero.study.report import _running_mean, collect
-from kernelzero.study.run import Study, _Prefetched, _VerdictCache
+from kernelzero.study.run import Study, _VerdictCache
 from kernelzero.study.sft import PlateauStop, split
 from kernelzero.tasks import Task
 from kernelzero.trainers.sft import SolutionPair
@@ -205,22 +204,6 @@ def test_the_corpus_judge_reuses_recorded_verdicts_after_a_kill(tmp_path):
     assert calls[-1] == ["t0"]
 
 
-def test_the_evaluation_generates_every_task_in_one_call():
-    class Policy:
-        name = "fake"
-        calls = []
-
-        def generate(self, prompts, n, sampling):
-            self.calls.append(len(prompts))
-            return [[Completion(f"{p[0]['content']}-{j}", "stop") for j in range(n)] for p in prompts]
-
-    chats = [[{"role": "user", "content": c}] for c in ("a", "b", "c")]
-    policy = _Prefetched(Policy(), chats, 4, SamplingConfig())
-    assert Policy.calls == [3]
-    assert [c.text for c in policy.generate([chats[1]], 4, SamplingConfig())[0]] == ["b-0", "b-1", "b-2", "b-3"]
-    assert [c.text for c in policy.generate([chats[2]], 2, SamplingConfig())[0]] == ["c-0", "c-1"]  # a resumed task
-
-
 def test_the_training_curves_running_mean_covers_the_last_steps_only():
     assert _running_mean([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 3) == [1.0, 1.5, 2.0, 3.0, 4.0, 5.0]
     assert _running_mean([], 5) == []
@@ -240,19 +223,20 @@ def test_the_corpus_pool_is_untimed_and_the_next_stage_gets_a_timed_one(monkeypa
     made = []
 
     class Pool:
-        def __init__(self, options, workers=None):
-            made.append(options.timing)
+        def __init__(self, options, workers=None, slots_per_gpu=None):
+            made.append((options.timing, slots_per_gpu))
             self.closed = False
 
         def close(self, wait=True, kill=False):
             self.closed = True
 
     monkeypatch.setattr(pool_mod, "JudgePool", Pool)
-    study = Study(StudyConfig(device="cpu"), tmp_path)
+    study = Study(StudyConfig(device="cpu", judge_slots=8), tmp_path)
     corpus = study.judge(timed=False)
-    assert study.judge(timed=False) is corpus and made == [False]  # one pool for the whole corpus stage
+    assert study.judge(timed=False) is corpus and made == [(False, 8)]  # one pool for the whole corpus stage
     evaluations = study.judge()
-    assert corpus.closed and evaluations is not corpus and made == [False, True]
+    assert corpus.closed and evaluations is not corpus and made == [(False, 8), (True, 8)]
+    assert study.run_config(tmp_path / "corpus").judge_slots == 8  # the loop's pool gets the same slots
 
 
 def _finished_corpus(folder: Path, config: StudyConfig) -> None:
@@ -284,11 +268,41 @@ def test_a_new_study_can_start_from_another_studys_corpus(tmp_path, monkeypatch,
     monkeypatch.setattr(Study, "run", run)
     new = tmp_path / "new"
     assert main(["study", "--smoke", "--rounds", "2", "--corpus-from", str(source), "--out", str(new)]) == 0
-    assert seen["corpus"] == '{"task_name": "t0"}\n' and json.loads((new / "study_config.json").read_text())["rounds"] == 2
-    assert main(["study", "--smoke", "--corpus-from", str(source), "--out", str(new)]) == 2  # already has one
+    assert seen["corpus"] == '{"task_name": "t0"}\n'
+    assert json.loads((new / "study_config.json").read_text())["rounds"] == 2
+    (new / "corpus" / "corpus.jsonl").write_text("resumed\n")  # a rerun of the same command resumes its own corpus
+    assert main(["study", "--smoke", "--rounds", "2", "--corpus-from", str(source), "--out", str(new)]) == 0
+    assert seen["corpus"] == "resumed\n"
     other = tmp_path / "other.yaml"
     other.write_text("train_tasks: 5\n")
     assert main(["study", "--smoke", "-c", str(other), "--corpus-from", str(source), "--out", str(tmp_path / "x")]) == 2
     assert not (tmp_path / "x").exists()  # refused before anything was written
     assert corpus_mismatch(json.loads((old / "study_config.json").read_text()), replace(smoke_config(), train_tasks=5,
                                                                                            rounds=3)) == ["train_tasks"]
+
+
+def test_the_loop_trains_on_training_tasks_that_no_sft_example_holds(tmp_path):
+    """The Coder phases draw from the family's training tasks after the corpus's: none is a corpus task (RL would
+    replay SFT data), none holds a test pair, and the loop's config reads exactly that list."""
+    from kernelzero.study import family
+    from kernelzero.tasks import read_corpus
+
+    config = replace(smoke_config(), train_tasks=16, loop_tasks=32)
+    study = Study(config, tmp_path, say=lambda m: None)
+    study.write_loop_tasks(tmp_path / "loop_tasks.jsonl")
+    loop = read_corpus(tmp_path / "loop_tasks.jsonl")
+    corpus = {t.name for t in family.train_tasks(16, config=config.family)}
+    assert len(loop) == 32 and not corpus & {t.name for t in loop}
+    assert not any(family.is_test_set(t.apis) for t in loop)
+    assert Study(config, tmp_path).run_config(tmp_path / "corpus").loop.seed_tasks == str(tmp_path / "loop_tasks.jsonl")
+
+
+def test_mu_multiplies_the_updates_not_the_judged_batches(tmp_path):
+    """coder_steps and proposer_steps count judged batches; with GRPO's mu = 2 each feeds two optimizer steps, and
+    the warm-up (in judged batches) spans the same batches."""
+    config = replace(StudyConfig(device="cpu"), coder_steps=12, proposer_steps=4, rl_iterations=2, rl_warmup_steps=2)
+    run = Study(config, tmp_path).run_config(tmp_path / "corpus")
+    assert (run.coder.max_steps, run.proposer.max_steps) == (24, 8)
+    assert run.coder.grpo_overrides == run.proposer.grpo_overrides == {"num_iterations": 2, "warmup_steps": 4}
+    with pytest.raises(ValueError, match="StudyConfig.rl_iterations must be >= 1"):
+        replace(config, rl_iterations=0)

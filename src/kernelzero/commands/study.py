@@ -63,11 +63,12 @@ def study_command(
         typer.echo(SMOKE_NOTE)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     quiet_library_warnings()
-    if corpus_from is not None:
-        if not corpus_from.exists():
-            fail(f"--corpus-from {corpus_from}: no such file or folder")
-        if (out / "corpus").exists():
-            fail(f"--corpus-from: {out} already holds a corpus; drop --corpus-from to resume it, or use a new --out")
+    if corpus_from is not None and not corpus_from.exists():
+        fail(f"--corpus-from {corpus_from}: no such file or folder")
+    if corpus_from is not None and (out / "corpus").exists():
+        # a rerun of the same command resumes, with the corpus the first invocation took (or judged)
+        typer.echo(f"{out} holds a corpus already: --corpus-from {corpus_from} is not read")
+        corpus_from = None
     try:
         if corpus_from is None:
             pin_config(out, cfg)

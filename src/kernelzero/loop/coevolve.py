@@ -179,7 +179,8 @@ class CoEvolution:
         if self._judge is None:
             from kernelzero.judge.pool import JudgePool
 
-            self._judge = JudgePool(self.config.judge, workers=self.config.judge_workers)
+            self._judge = JudgePool(self.config.judge, workers=self.config.judge_workers,
+                                    slots_per_gpu=self.config.judge_slots)  # fmt: skip
         return self._judge
 
     def tensorboard(self):
@@ -291,8 +292,9 @@ class CoEvolution:
             self.commit(unit_name(r, "proposer"), api_sets=api_sets)
             return
         cfg = self._phase_config("proposer", r)
-        self.say(f"round {r}: Proposer phase ({cfg.max_steps} step(s) x {cfg.num_generations} generations over "
-                 f"{len(api_sets)} API sets; the Coder is frozen)")  # fmt: skip
+        steps, updates = _judged_steps(cfg)
+        self.say(f"round {r}: Proposer phase ({steps} step(s) x {cfg.num_generations} generations over "
+                 f"{len(api_sets)} API sets{updates}; the Coder is frozen)")  # fmt: skip
         validator = self._validator(pool)
         k, backend = self.config.loop.coder_k, self.config.backend
         coder = _OneAtATime(self._policy("coder")) if k > 0 else None
@@ -306,7 +308,7 @@ class CoEvolution:
                                            sampling=lm_sampling, judge_many=judge.judge_many,
                                            brief=self.brief)  # fmt: skip
 
-        advance = self._advance(f"round {r} Proposer steps", cfg.max_steps)
+        advance = self._advance(f"round {r} Proposer steps", steps)
 
         def on_rewards(rec) -> None:
             raw = rec.raw[:, 0].tolist()
@@ -426,9 +428,10 @@ class CoEvolution:
         if len(tasks) < per_step:  # TRL yields no batch at all from fewer prompts than a step holds: repeat them
             tasks = [tasks[i % len(tasks)] for i in range(per_step)]
         rollouts = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps
-        self.say(f"round {r}: Coder phase, CA-GRPO ({cfg.max_steps} step(s) x {rollouts} rollouts, "
+        steps, updates = _judged_steps(cfg)
+        self.say(f"round {r}: Coder phase, CA-GRPO ({steps} step(s) x {rollouts} rollouts{updates}, "
                  f"{cfg.num_generations} per task, over {len(by_name)} task(s); the Proposer is frozen)")  # fmt: skip
-        advance = self._advance(f"round {r} Coder steps", cfg.max_steps)
+        advance = self._advance(f"round {r} Coder steps", steps)
 
         written: list[VerdictRecord | None] = []
 
@@ -489,6 +492,13 @@ def fill_with_seeds(tasks: list[Task], seeds: list[Task], cap: int, draw: str) -
 
 def _plain(d: dict) -> dict:
     return json.loads(json.dumps(d, default=str))
+
+
+def _judged_steps(cfg) -> tuple[int, str]:
+    """A phase's GRPO steps as the loop counts them (judged batches: `on_rewards` runs once each) and, where GRPO's
+    mu (TRL's `num_iterations`) gives each several optimizer updates (`max_steps` counts those), a note saying so."""
+    mu = int(cfg.grpo_overrides.get("num_iterations", 1))
+    return -(-cfg.max_steps // mu), (f", {mu} updates each" if mu > 1 else "")
 
 
 def _num(x: float) -> float | None:

@@ -113,6 +113,10 @@ class RunConfig:
     tens of seconds before its first verdict (`kernelzero eval` reports both baselines)."""
     judge_workers: int | None = None
     """Candidates judged concurrently (default: the CPU count on CPU, 4 on GPU)."""
+    judge_slots: int | None = None
+    """Live candidate workers per GPU (`JudgePool`'s slots_per_gpu; default `judge.pool.default_slots_per_gpu`, which
+    allows 16 GB of GPU memory a slot for KernelBench-size tasks: 4 on an 80 GB H100). Tasks of a few MB can take
+    more: every slot mostly waits on CPU work (the Triton JIT), while timing is serialised anyway."""
     tensorboard: bool = True
     """Write TensorBoard events (the loop's own and TRL's) besides the JSONL metrics."""
     prompts: str = "full"

@@ -10,7 +10,8 @@ later invocation for another arm or seed, resumes; `stages.jsonl` says what each
 brought from another machine without its weights, `kernelzero study --pack`, resumes too: `study.weights`):
 
     corpus/        corpus.jsonl + dataset/ (Coder pairs judged ok), proposer.jsonl (valid tasks), verdicts.jsonl,
-                   train_tasks.jsonl (the loop's fallback Coder tasks), test_tasks.jsonl
+                   train_tasks.jsonl (the corpus's tasks), test_tasks.jsonl
+    loop_tasks.jsonl  the training-pair tasks after the corpus's, which fill the Coder phases
     seed-S/models/ tokenizer and both roles' initial weights
     seed-S/sft/ROLE/  pairs.jsonl (the SFT data, split train/val), checkpoints, final/ (the best by validation loss)
     seed-S/eval-sft/  verdicts.jsonl and summary.json of the cold-started Coder on the test tasks
@@ -27,21 +28,19 @@ import json
 import os
 import random
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 from kernelzero.curriculum.validate import ValidationConfig, Validator
-from kernelzero.eval.evaluate import VERDICTS, read_records, run_eval, task_id
+from kernelzero.eval.evaluate import run_eval
 from kernelzero.eval.report import write_report
 from kernelzero.generation import load_policy
-from kernelzero.generation.base import Completion, Policy, SamplingConfig
+from kernelzero.generation.base import SamplingConfig
 from kernelzero.judge import JudgeOptions
 from kernelzero.judge.verdict import Verdict
 from kernelzero.loop.coevolve import CoEvolution
 from kernelzero.loop.config import LoopConfig, RunConfig
 from kernelzero.rewards.config import GateConfig
-from kernelzero.roles.coder import coder_messages
 from kernelzero.study import family
 from kernelzero.study.config import ARMS, StudyConfig, pin_config
 from kernelzero.study.corpus import BACKEND, build_corpus, check_corpus
@@ -53,6 +52,8 @@ from kernelzero.tasks import read_corpus, write_corpus
 from kernelzero.trainers.config import CoderPhaseConfig, ProposerPhaseConfig
 
 STAGES_LOG = "stages.jsonl"
+LOOP_TASKS = "loop_tasks.jsonl"
+"""The Coder phases' training-pair tasks (`StudyConfig.loop_tasks`), shared by every seed and arm."""
 
 
 class Study:
@@ -77,7 +78,8 @@ class Study:
         if self._pool is None:
             from kernelzero.judge.pool import JudgePool
 
-            self._pool = JudgePool(self.judge_options(timed), workers=self.config.judge_workers)
+            self._pool = JudgePool(self.judge_options(timed), workers=self.config.judge_workers,
+                                   slots_per_gpu=self.config.judge_slots)  # fmt: skip
             self._pool_timed = timed
         return self._pool
 
@@ -122,6 +124,8 @@ class Study:
             coder_sft = self.seed_dir / "sft" / "coder" / "final"
             eval_sft = self.seed_dir / "eval-sft"
             self.stage("eval-sft", eval_sft / "summary.json", lambda: self.evaluate(coder_sft, eval_sft))
+            loop_tasks = self.out / LOOP_TASKS
+            self.stage("loop-tasks", loop_tasks, lambda: self.write_loop_tasks(loop_tasks))
             run_dir = self.arm_dir / "run"
             self._retire_lost_run(run_dir)
             self.stage(f"loop-{self.arm}", run_dir / "finished.json", lambda: self.coevolve(corpus, run_dir))
@@ -172,6 +176,16 @@ class Study:
         (out / "done.json").write_text(json.dumps({"judged": summary.judged, "kept": summary.kept,
                                                    "statuses": dict(summary.statuses), "proposer_valid": len(valid),
                                                    "test_tasks": len(test)}, indent=2) + "\n")  # fmt: skip
+
+    def write_loop_tasks(self, path: Path) -> None:
+        """The training-pair tasks after the corpus's (`StudyConfig.loop_tasks`): the Coder phases' own tasks."""
+        cfg = self.config
+        tasks = family.train_tasks(cfg.train_tasks + cfg.loop_tasks, config=cfg.family)[cfg.train_tasks :]
+        leaks = [t.name for t in tasks if family.is_test_set(t.apis)]
+        if leaks:  # the family never makes one; a test pair here would be trained on and then tested
+            raise ValueError(f"loop tasks holding test pairs: {', '.join(leaks[:5])}")
+        write_corpus([t.task() for t in tasks], path)
+        self.say(f"  loop tasks: {len(tasks)} training-pair tasks no SFT example holds")
 
     def build_models(self, corpus: Path, out: Path) -> None:
         rows = _jsonl(corpus / "corpus.jsonl")
@@ -225,15 +239,11 @@ class Study:
         policy = load_policy(str(model), device=_torch_device(cfg.device), batch_size=cfg.eval_batch)
         sampling = SamplingConfig(temperature=cfg.eval_temperature, max_new_tokens=cfg.max_new_tokens,
                                   seed=self.seed)  # fmt: skip
-        have = Counter(r.task for r in read_records(out / VERDICTS))
-        pending = [t for t in tasks if have[task_id(t)] < cfg.eval_samples]
-        brief = cfg.prompts == "brief"
-        chats = [coder_messages(t.source, BACKEND, brief=brief) for t in pending]
-        policy = _Prefetched(policy, chats, cfg.eval_samples, sampling)
         pool = self.judge()
+        # every pending task's samples in one generate and one judging batch, each verdict written as it comes
         records = run_eval(tasks, policy, backend=BACKEND, judge_fn=pool.judge, out_dir=out,
-                           samples=cfg.eval_samples, sampling=sampling, judge_many=pool.judge_many,
-                           brief=brief)  # fmt: skip
+                           samples=cfg.eval_samples, sampling=sampling, judge_many=pool.imap,
+                           brief=cfg.prompts == "brief")  # fmt: skip
         meta = {"model": str(model), "arm": self.arm, "seed": self.seed, "weights": weights_digest(model)}
         summary = write_report(out, records, [1], meta, plots=False)
         row = summary["rows"][-1]
@@ -244,28 +254,31 @@ class Study:
         arm's gate and Proposer switch."""
         cfg, arm = self.config, ARMS[self.arm]
         on_cpu = _torch_device(cfg.device) == "cpu"
+        mu = cfg.rl_iterations  # the trainers count optimizer steps: mu per judged batch
         common = {"use_cpu": on_cpu, "bf16": False, "log_completions": False, "seed": self.seed,
                   "num_generations": cfg.rl_generations, "max_completion_length": cfg.max_new_tokens,
-                  "learning_rate": cfg.rl_lr, "grpo_overrides": {"warmup_steps": cfg.rl_warmup_steps}}  # fmt: skip
-        coder = CoderPhaseConfig(model=str(self.seed_dir / "sft" / "coder" / "final"), max_steps=cfg.coder_steps,
+                  "learning_rate": cfg.rl_lr,
+                  "grpo_overrides": {"warmup_steps": cfg.rl_warmup_steps * mu, "num_iterations": mu}}  # fmt: skip
+        coder = CoderPhaseConfig(model=str(self.seed_dir / "sft" / "coder" / "final"), max_steps=cfg.coder_steps * mu,
                                  per_device_train_batch_size=cfg.coder_batch,
                                  gate=GateConfig(alpha=arm.alpha, beta=arm.beta), **common)  # fmt: skip
         proposer = ProposerPhaseConfig(model=str(self.seed_dir / "sft" / "proposer" / "final"),
-                                       max_steps=cfg.proposer_steps, per_device_train_batch_size=cfg.proposer_batch,
-                                       **common)  # fmt: skip
+                                       max_steps=cfg.proposer_steps * mu,
+                                       per_device_train_batch_size=cfg.proposer_batch, **common)  # fmt: skip
         loop = LoopConfig(api_sets=str(corpus / "api_sets.txt"), api_sets_per_round=cfg.api_sets_per_round,
                           tasks_per_round=cfg.api_sets_per_round, coder_k=cfg.coder_k,
                           hard_per_round=cfg.api_sets_per_round // 4, coder_tasks_max=4 * cfg.api_sets_per_round,
-                          seed_tasks=str(corpus / "train_tasks.jsonl"), max_new_tokens=cfg.max_new_tokens,
+                          seed_tasks=str(self.out / LOOP_TASKS), max_new_tokens=cfg.max_new_tokens,
                           train_proposer=arm.train_proposer,
-                          # the family's training tasks fill each Coder phase: a from-scratch Proposer writes few
-                          # valid tasks (a CPU rehearsal: 0 of 8 in two rounds), and without them round 1's Coder
+                          # training-pair tasks SFT never saw fill each Coder phase: a from-scratch Proposer writes
+                          # few valid tasks (a CPU rehearsal: 0 of 8 in two rounds), and without them round 1's Coder
                           # phase trained all its steps on the 2 hard tasks recycled from round 0
                           seed_tasks_always=True)  # fmt: skip
         return RunConfig(seed=self.seed, rounds=cfg.rounds, backend=BACKEND, coder=coder, proposer=proposer,
                          loop=loop, validation=ValidationConfig(device=cfg.device, workers=cfg.judge_workers),
                          judge=self.judge_options(),
-                         judge_workers=cfg.judge_workers, tensorboard=False, prompts=cfg.prompts)  # fmt: skip
+                         judge_workers=cfg.judge_workers, judge_slots=cfg.judge_slots, tensorboard=False,
+                         prompts=cfg.prompts)  # fmt: skip
 
     def coevolve(self, corpus: Path, run_dir: Path) -> None:
         self.close_judge()  # the loop starts its own pool: two idle pools would hold two sets of GPU workers
@@ -276,20 +289,6 @@ class Study:
             start.write_text(json.dumps(digests) + "\n", encoding="utf-8")
         state = CoEvolution(self.run_config(corpus), run_dir, say=lambda m: self.say("  " + m)).run()
         (run_dir / "finished.json").write_text(json.dumps({"rounds": state.round, "models": state.models}) + "\n")
-
-
-class _Prefetched:
-    """A policy whose answers to the evaluation's first-turn chats come from one batched `generate` over every
-    pending test task. `run_eval` asks task by task (one chat, n samples): with a small model each call is a few
-    short batches and the GPU idles between them; one call over all tasks samples the same way, in large batches."""
-
-    def __init__(self, policy: Policy, chats: list[list[dict]], n: int, sampling: SamplingConfig):
-        self.name = policy.name
-        outs = policy.generate(chats, n, sampling) if chats else []
-        self._answers = {json.dumps(c): list(o) for c, o in zip(chats, outs, strict=True)}
-
-    def generate(self, prompts: list[list[dict]], n: int, sampling: SamplingConfig) -> list[list[Completion]]:
-        return [self._answers[json.dumps(c)][:n] for c in prompts]
 
 
 class _VerdictCache:
