@@ -20,7 +20,7 @@ from kernelzero.study.weights import unpack
 from kernelzero.tasks import read_corpus
 
 SRC = str(Path(__file__).parents[2] / "src")
-STAGES = ["corpus", "models", "sft-coder", "sft-proposer", "eval-sft", "loop-main", "eval-round-1"]
+STAGES = ["corpus", "models", "sft-coder", "sft-proposer", "eval-sft", "loop-tasks", "loop-main", "eval-round-1"]
 
 
 def study(out: Path, cache: Path, *args: str, code: int = 0) -> subprocess.CompletedProcess:
@@ -119,7 +119,7 @@ def test_a_second_invocation_resumes_and_another_arm_reuses_the_cold_start(smoke
     study(out, root / "cache", "--arm", "frozen_proposer")
     third = invocations(out)[2]
     actions = {r["stage"]: r["action"] for r in third}
-    assert actions == {**dict.fromkeys(STAGES[:5], "skipped"), "loop-frozen_proposer": "ran", "eval-round-1": "ran"}
+    assert actions == {**dict.fromkeys(STAGES[:6], "skipped"), "loop-frozen_proposer": "ran", "eval-round-1": "ran"}
     run = out / "seed-0" / "frozen_proposer" / "run"
     config = json.loads((run / "config.json").read_text())
     assert config["loop"]["train_proposer"] is False
