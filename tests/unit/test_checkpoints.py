@@ -66,9 +66,9 @@ def test_coder_phase_saves_and_resumes(tiny_model_dir, tmp_path):
 def test_proposer_phase_saves_and_resumes(tiny_model_dir, tmp_path):
     asked = []
 
-    async def samples(task):  # l(m) = 0.5
-        asked.append(task)
-        return [Judged("c", "c", ok(1.0)), Judged("c", "c", fail("incorrect"))]
+    async def samples(tasks):  # l(m) = 0.5
+        asked.extend(tasks)
+        return [[Judged("c", "c", ok(1.0)), Judged("c", "c", fail("incorrect"))] for _ in tasks]
 
     out = tmp_path / "proposer"
     kw = {

@@ -163,6 +163,6 @@ def test_the_prompt_style_reaches_every_chat_the_loop_sends():
     for brief in (False, True):
         policy = Recording()
         propose(policy, [("torch.exp", "F.relu")], NoValidator(), sampling=SamplingConfig(), brief=brief)
-        coder_samples(Task(name="t", source=TASK), policy, k=2, backend="triton",
-                      judge_fn=lambda *a: None, sampling=SamplingConfig(), brief=brief)  # fmt: skip
+        coder_samples([Task(name="t", source=TASK)], policy, k=2, backend="triton",
+                      judge_many=lambda requests: [], sampling=SamplingConfig(), brief=brief)  # fmt: skip
         assert [("## Rules" in user_text(c)) for c in policy.chats] == [not brief, not brief]

@@ -51,6 +51,7 @@ class ScriptedProposerWorld:
         self.plan = {}
         self.validated = []
         self.coder_asked = []
+        self.coder_batches = []  # tasks per coder_samples call
 
     def parse(self, text):
         source, valid, rate = SCRIPT[self.calls % len(SCRIPT)]
@@ -65,10 +66,15 @@ class ScriptedProposerWorld:
         valid, _ = self.plan[source]
         return ValidationResult(name, None if valid else "missing_api", "" if valid else "scripted: not every API")
 
-    async def coder_samples(self, task):
-        """Judged samples whose l(m) is the scripted rate (None: every sample an infra failure)."""
-        self.coder_asked.append(task)
-        rate = self.plan[task.source][1]
+    def coder_samples(self, tasks):
+        """Per task, judged samples whose l(m) is the scripted rate (None: every sample an infra failure). Sync: the
+        ledger runs it in a thread."""
+        self.coder_batches.append(len(tasks))
+        self.coder_asked += tasks
+        return [self._samples(self.plan[t.source][1]) for t in tasks]
+
+    @staticmethod
+    def _samples(rate):
         verdicts = [fail("infra_error")] if rate is None else [ok(1.0)] * int(rate * 4) + [fail("incorrect")] * (
             4 - int(rate * 4))  # fmt: skip
         return [Judged("```python\n...```", "...", v) for v in verdicts]
@@ -105,6 +111,7 @@ def test_one_proposer_step_rewards_frontier_tasks_and_penalises_duplicates(tiny_
     rec = trainer.last_record
     assert world.calls == 8 and len(world.validated) == 7  # the unparseable row is never validated
     assert len(world.coder_asked) == 6 and C not in [t.source for t in world.coder_asked]
+    assert world.coder_batches == [6]  # every valid task of the batch in one call
     assert all(t.origin == "proposed" and t.apis in {tuple(a) for a in api_sets} for t in world.coder_asked)
     assert world.coder_asked[0].name == proposed_task_name(A) and world.coder_asked[0].source == A
     assert all(name == proposed_task_name(src) for name, src, _ in world.validated)  # named by content, once
@@ -147,3 +154,111 @@ def test_undefined_step_metrics_are_left_out_of_the_log():
                            "proposer/reward_mean": [-0.5]}  # fmt: skip
     record_step_metrics(store, {"proposer/valid_share": 0.5, "proposer/duplicate_share": float("nan")})
     assert store["proposer/valid_share"] == [0.0, 0.5] and "proposer/duplicate_share" not in store
+
+
+# Reward batches through the loop's l(m) path (`curriculum.proposals.coder_samples`), k = 3: source -> (valid, the
+# marks of the Coder's 3 answers on it); None: unparseable. l(m): A 2/3, B 0, D None (every sample infra), F 1.
+BATCH = [(A, True, "ok wrong ok"), (B, True, "wrong wrong wrong"), (None, False, ""), (D, True, "infra infra infra"),
+         (E, False, "ok ok ok"), (F, True, "ok ok ok")]  # fmt: skip
+
+
+class CountingCoder:
+    """A frozen Coder whose answers to a task's chat follow BATCH (`# ok`, `# wrong`, `# infra`); records each
+    `generate` call's (chats, n) and the sources it was asked about."""
+
+    name = "counting"
+
+    def __init__(self):
+        self.calls: list[tuple[int, int]] = []
+        self.sources: list[str] = []
+
+    def generate(self, prompts, n, sampling):
+        from kernelzero.generation.base import Completion
+
+        self.calls.append((len(prompts), n))
+        out = []
+        for chat in prompts:
+            text = "".join(m["content"] for m in chat)
+            source, _, marks = next(row for row in BATCH if row[0] is not None and row[0] in text)
+            self.sources.append(source)
+            out.append([Completion(f"```python\nclass ModelNew:\n    pass  # {m}\n```", "stop")
+                        for m in marks.split()[:n]])  # fmt: skip
+        return out
+
+
+class RecordingJudge:
+    """A judge_many recording each batch's size: `# ok` is correct, `# infra` an infra failure, else incorrect."""
+
+    def __init__(self):
+        self.batches: list[int] = []
+
+    def verdict(self, code):
+        return ok(1.0) if "# ok" in code else fail("infra_error") if "# infra" in code else fail("incorrect")
+
+    def __call__(self, requests):
+        self.batches.append(len(requests))
+        return [self.verdict(code) for _, code, _ in requests]
+
+
+def run_reward_batch(rows, coder, judge):
+    """One Proposer reward batch (TRL's async reward function) over `rows`; (rewards, proposals, batch calls)."""
+    import asyncio
+
+    from kernelzero.curriculum.proposals import coder_samples
+    from kernelzero.generation.base import SamplingConfig
+    from kernelzero.trainers.proposer import ProposalLedger, make_proposer_reward_func
+
+    valid = {src: v for src, v, _ in rows if src is not None}
+    texts = [src if src is not None else "no code here" for src, _, _ in rows]
+    batches = []
+
+    def samples_fn(tasks):  # what the loop injects: `coder_samples` under the loop's one SamplingConfig
+        batches.append([t.source for t in tasks])
+        return coder_samples(tasks, coder, k=3, backend="triton", judge_many=judge, sampling=SamplingConfig(seed=5))
+
+    ledger = ProposalLedger(
+        lambda name, src, apis: ValidationResult(name, None if valid[src] else "missing_api", "scripted"),
+        samples_fn,
+        lambda text: ParsedCode(text) if text in valid else ParseFailure("scripted: no code block"),
+    )
+    frontier = make_proposer_reward_func(ledger, rho=-0.5)
+    rewards = asyncio.run(frontier([None] * len(rows), texts, [["torch.relu"]] * len(rows)))
+    return rewards, ledger.proposals, batches
+
+
+def test_a_reward_batch_samples_every_valid_task_in_one_generation_and_one_judging_batch():
+    from kernelzero.curriculum.proposals import Proposal
+    from kernelzero.eval.solve import solve
+    from kernelzero.generation.base import SamplingConfig
+
+    coder, judge = CountingCoder(), RecordingJudge()
+    rewards, proposals, batches = run_reward_batch(BATCH, coder, judge)
+    valid_sources = [A, B, D, F]
+    assert batches == [valid_sources]  # one coder_samples call, after validation, with the valid tasks only
+    assert coder.calls == [(4, 3)] and sorted(coder.sources) == sorted(valid_sources)  # ONE generate, n = k
+    assert judge.batches == [4 * 3]  # ONE judging batch of every valid task's k answers
+    assert [p.valid for p in proposals] == [True, True, False, True, False, True]
+    assert [p.success_rate for p in proposals] == [pytest.approx(2 / 3), 0.0, None, None, None, 1.0]
+    assert [p.samples for p in proposals] == [3, 3, None, 0, None, 3]  # D: 3 infra failures, none scored
+    assert [len(p.judged) for p in proposals] == [3, 3, 0, 3, 0, 3]
+    assert rewards == [pytest.approx(2 / 3), 0.0, -0.5, None, -0.5, 0.0]
+
+    # the old path, task by task (`solve` on one task, its own generate and judging): the same l(m) for each
+    for p in proposals:
+        if not p.valid:
+            continue
+        alone = Proposal(p.name, p.apis, p.source, p.validation)
+        res = solve(p.task(), CountingCoder(), backend="triton", judge_fn=lambda t, c, b: judge.verdict(c), samples=3,
+                    sampling=SamplingConfig(seed=5))  # fmt: skip
+        alone.record_samples([Judged(r.completion.text, r.code, r.verdict) for r in res.rollouts])
+        assert (alone.successes, alone.samples, alone.success_rate) == (p.successes, p.samples, p.success_rate)
+        assert [j.code for j in alone.judged] == [j.code for j in p.judged]
+
+
+def test_a_reward_batch_without_a_valid_task_never_asks_the_coder():
+    coder, judge = CountingCoder(), RecordingJudge()
+    rows = [row for row in BATCH if not row[1]]
+    rewards, proposals, batches = run_reward_batch(rows, coder, judge)
+    assert batches == [] and coder.calls == [] and judge.batches == []
+    assert rewards == [-0.5, -0.5]
+    assert all((p.samples, p.success_rate, p.judged) == (None, None, []) for p in proposals)

@@ -5,8 +5,8 @@
 loop's task batch, `kernelzero propose`) and `proposed_task_name` the one way to name it. `propose_batch` is the CLI's
 path; the loop calls its stages (`propose`, `measure`, `reward_batch`). A completion without a usable code block is
 rejected as `parse` (the parser's reason in the detail). With a Coder, every valid task gets k judged samples
-(`coder_samples`), l(m) and the Proposer reward; without one, only validation runs and rewards are rho for invalid
-tasks and None (unmeasured) for valid ones.
+(`coder_samples`: a batch's tasks in one generation and one judging batch), l(m) and the Proposer reward; without
+one, only validation runs and rewards are rho for invalid tasks and None (unmeasured) for valid ones.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from kernelzero.curriculum.frontier import batch_rewards
 from kernelzero.curriculum.pool import atomic_write
 from kernelzero.curriculum.validate import REASONS, ValidationResult, Validator
-from kernelzero.eval.solve import JudgeFn, SolveResult, serial_judge, solve, solve_many
+from kernelzero.eval.solve import JudgeFn, SolveResult, serial_judge, solve_many
 from kernelzero.generation.base import Policy, SamplingConfig
 from kernelzero.rewards.proposer import ProposerRewardConfig, mean_correct, tally
 from kernelzero.roles.coder import Judged, JudgeManyFn
@@ -149,12 +149,16 @@ def propose(policy, api_sets: Sequence[Sequence[str]], validator: Validator, *, 
     return out
 
 
-def coder_samples(task: Task, coder: Policy, *, k: int, backend: str, judge_fn: JudgeFn, sampling: SamplingConfig,
-                  judge_many: JudgeManyFn | None = None, brief: bool = False) -> list[Judged]:  # fmt: skip
-    """k samples of the frozen Coder on a task, each judged: what l(m) is measured on (one turn of `eval.solve`)."""
-    res = solve(task, coder, backend=backend, judge_fn=judge_fn, samples=k, sampling=sampling, judge_many=judge_many,
-                brief=brief)  # fmt: skip
-    return _judged(res)
+def coder_samples(tasks: Sequence[Task], coder: Policy, *, k: int, backend: str, judge_many: JudgeManyFn,
+                  sampling: SamplingConfig | Sequence[SamplingConfig],
+                  brief: bool = False) -> list[list[Judged]]:  # fmt: skip
+    """k samples of the frozen Coder on each task, each judged, in task order: what l(m) is measured on. One turn of
+    `solve_many`: one `generate` over every task's chat (n = k; tasks share a call where their sampling configs are
+    equal) and one `judge_many` batch over all the answers, so the Coder generates once and a pool judges every
+    task's samples at once instead of task after task."""
+    results = solve_many(list(tasks), coder, backend=backend, judge_many=judge_many, samples=k, sampling=sampling,
+                         brief=brief)  # fmt: skip
+    return [_judged(res) for res in results]
 
 
 def measure(proposals: Sequence[Proposal], coder: Policy, *, k: int, backend: str, judge_fn: JudgeFn,
@@ -166,11 +170,11 @@ def measure(proposals: Sequence[Proposal], coder: Policy, *, k: int, backend: st
     one `judge_fn` call at a time. Each proposal's samples come from a `generate` call of its own unless their
     configs are equal (`solve_many`), so a per-proposal seed samples exactly as it did proposal by proposal."""
     valid = [(i, p) for i, p in enumerate(proposals) if p.valid]
-    results = solve_many([p.task() for _, p in valid], coder, backend=backend,
-                         judge_many=judge_many or serial_judge(judge_fn), samples=k,
-                         sampling=[sampling(i) for i, _ in valid], brief=brief)  # fmt: skip
-    for (_, p), res in zip(valid, results, strict=True):
-        p.record_samples(_judged(res))
+    judged = coder_samples([p.task() for _, p in valid], coder, k=k, backend=backend,
+                           judge_many=judge_many or serial_judge(judge_fn), sampling=[sampling(i) for i, _ in valid],
+                           brief=brief)  # fmt: skip
+    for (_, p), samples in zip(valid, judged, strict=True):
+        p.record_samples(samples)
 
 
 def _judged(result: SolveResult) -> list[Judged]:

@@ -25,7 +25,6 @@ keep the first attempt.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 import json
@@ -33,7 +32,6 @@ import logging
 import math
 import os
 import random
-import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -297,16 +295,17 @@ class CoEvolution:
                  f"{len(api_sets)} API sets{updates}; the Coder is frozen)")  # fmt: skip
         validator = self._validator(pool)
         k, backend = self.config.loop.coder_k, self.config.backend
-        coder = _OneAtATime(self._policy("coder")) if k > 0 else None
+        coder = self._policy("coder") if k > 0 else None
         lm_sampling = self._sampling(r, 1)
 
-        async def coder_samples_fn(task: Task) -> list[Judged]:
+        def coder_samples_fn(tasks: list[Task]) -> list[list[Judged]]:
+            """l(m)'s samples of a reward batch's valid tasks: one Coder `generate` (one config, so one call) and one
+            judging batch. The trainer calls it once per batch, one batch after another, so the Coder policy is
+            never asked from two threads at once."""
             if coder is None:
-                return []
-            judge = self.judge()
-            return await asyncio.to_thread(coder_samples, task, coder, k=k, backend=backend, judge_fn=judge.judge,
-                                           sampling=lm_sampling, judge_many=judge.judge_many,
-                                           brief=self.brief)  # fmt: skip
+                return [[] for _ in tasks]
+            return coder_samples(tasks, coder, k=k, backend=backend, judge_many=self.judge().judge_many,
+                                 sampling=lm_sampling, brief=self.brief)  # fmt: skip
 
         advance = self._advance(f"round {r} Proposer steps", steps)
 
@@ -503,18 +502,6 @@ def _judged_steps(cfg) -> tuple[int, str]:
 
 def _num(x: float) -> float | None:
     return None if math.isnan(x) else x
-
-
-class _OneAtATime:
-    """A policy whose `generate` calls run one at a time: TRL scores a batch's proposals concurrently, and each asks
-    the one frozen Coder for its k samples."""
-
-    def __init__(self, policy: Any):
-        self.policy, self.name, self._lock = policy, policy.name, threading.Lock()
-
-    def generate(self, prompts: Any, n: int, sampling: Any) -> Any:
-        with self._lock:
-            return self.policy.generate(prompts, n, sampling)
 
 
 def _reasons(counts: Counter) -> str:

@@ -1,9 +1,10 @@
 """The Proposer's GRPO phase: `ProposerGRPOTrainer` and `run_proposer_phase`.
 
-One reward column, `frontier`. Its async reward function parses each proposed task, validates it
-(`validate_fn(name, task_source, api_set) -> ValidationResult`), and for a valid task awaits
-`coder_samples_fn(task)`, k judged samples of the current, frozen Coder (both injected: validation and Coder sampling
-belong to other modules); l(m) is their mean correctness. Each proposal becomes a `curriculum.proposals.Proposal`.
+One reward column, `frontier`. Its async reward function works in two stages: it parses and validates every proposed
+task concurrently (`validate_fn(name, task_source, api_set) -> ValidationResult`), then makes one
+`coder_samples_fn(tasks)` call over all the valid ones: k judged samples each of the current, frozen Coder, in one
+generation and one judging batch (both injected: validation and Coder sampling belong to other modules); a task's
+l(m) is its samples' mean correctness. Each proposal becomes a `curriculum.proposals.Proposal`.
 The column is r_P(m) = 1 - 2|l(m) - 0.5|, or rho for an invalid or unparseable task, or None when l(m) could not be
 measured (TRL leaves that rollout out).
 
@@ -47,9 +48,11 @@ from kernelzero.trainers.config import ProposerPhaseConfig
 ValidateFn = Callable[[str, str, Sequence[str]], ValidationResult | Awaitable[ValidationResult]]
 """`validate_fn(name, task_source, api_set) -> ValidationResult`, sync or async (an async one runs concurrently);
 `curriculum.validate.Validator.validate` is one."""
-CoderSamplesFn = Callable[[Task], Awaitable[Sequence[Judged]]]
-"""`await coder_samples_fn(task) -> k judged samples of the frozen Coder`; l(m) is their mean correctness (None when
-no sample could be scored, e.g. infra failures)."""
+CoderSamplesFn = Callable[[list[Task]], Sequence[Sequence[Judged]] | Awaitable[Sequence[Sequence[Judged]]]]
+"""`coder_samples_fn(tasks) -> k judged samples of the frozen Coder per task, in task order`, called once per reward
+batch with all its valid tasks (`curriculum.proposals.coder_samples` is one); async, or sync (run in a thread, off
+TRL's event loop). A task's l(m) is its samples' mean correctness (None when no sample could be scored, e.g. infra
+failures)."""
 
 
 @dataclass
@@ -65,7 +68,8 @@ class ProposerRewardRecord:
 
 
 class ProposalLedger:
-    """Evaluates one batch of proposals (parse, validate, Coder samples) and keeps them for the trainer."""
+    """Evaluates one batch of proposals (parse, validate, Coder samples) and keeps them for the trainer. In a run of
+    several processes each evaluates its own share of the batch."""
 
     def __init__(self, validate_fn: ValidateFn, coder_samples_fn: CoderSamplesFn, parse_fn: CodeParser):
         self.validate_fn = validate_fn
@@ -77,21 +81,32 @@ class ProposalLedger:
         self.proposals = None
 
     async def evaluate_batch(self, completions: Sequence[Any], api_sets: Sequence[Sequence[str]]) -> list[Proposal]:
-        jobs = [self._evaluate_one(completion_text(c), tuple(a)) for c, a in zip(completions, api_sets, strict=True)]
-        self.proposals = list(await asyncio.gather(*jobs))
-        return self.proposals
+        """Validate every proposal concurrently, then measure l(m) of the valid ones with one `coder_samples_fn` call
+        (none when no proposal is valid): the Coder's generations and judging of a batch run together, not task
+        after task."""
+        jobs = [self._validate_one(completion_text(c), tuple(a)) for c, a in zip(completions, api_sets, strict=True)]
+        proposals = list(await asyncio.gather(*jobs))
+        valid = [p for p in proposals if p.valid]
+        if valid:
+            for p, judged in zip(valid, await self._coder_samples([p.task() for p in valid]), strict=True):
+                p.record_samples(judged)
+        self.proposals = proposals
+        return proposals
 
-    async def _evaluate_one(self, text: str, api_set: tuple[str, ...]) -> Proposal:
+    async def _coder_samples(self, tasks: list[Task]) -> Sequence[Sequence[Judged]]:
+        fn = self.coder_samples_fn
+        # a sync one (a Coder's `generate`, a judge pool) would block TRL's event loop: it runs in a thread
+        out = fn(tasks) if inspect.iscoroutinefunction(fn) else await asyncio.to_thread(fn, tasks)
+        return (await out) if inspect.isawaitable(out) else out
+
+    async def _validate_one(self, text: str, api_set: tuple[str, ...]) -> Proposal:
         parsed = self.parse_fn(text)
         if not isinstance(parsed, ParsedCode):
             name = proposed_task_name(text)
             return Proposal(name, api_set, None, ValidationResult(name, "parse", parsed.reason, api_set))
         name = proposed_task_name(parsed.code)
         result = self.validate_fn(name, parsed.code, api_set)
-        proposal = Proposal(name, api_set, parsed.code, (await result) if inspect.isawaitable(result) else result)
-        if proposal.valid:
-            proposal.record_samples(await self.coder_samples_fn(proposal.task()))
-        return proposal
+        return Proposal(name, api_set, parsed.code, (await result) if inspect.isawaitable(result) else result)
 
 
 def make_proposer_reward_func(ledger: ProposalLedger, rho: float) -> Callable[..., Awaitable[list[float | None]]]:
