@@ -6,7 +6,9 @@
 # KZ_SWEEP_FROM=DIR: a carried sweep folder (e.g. .kb/sweep, from an earlier call's $OUT) the sweep step resumes.
 # KZ_MEMLOG=0 turns off $OUT/mem.log (host and GPU memory every 3 s, the three largest processes).
 # Steps (KZ_STEPS): gpu_tests timing lean_audit pch_check throughput stability probe front_check ablation first_call train eval sweep big
-# study (KZ_ARM, KZ_SEED, KZ_STUDY_DIR: resumes there; SIGINT at KZ_STUDY_LIMIT s, then rerun; its folder without
+# study (KZ_ARM, KZ_SEED, KZ_STUDY_DIR: resumes there; KZ_STUDY_ARGS: e.g. "--config configs/study_h200.yaml
+# --corpus-from bench/results/study_h100_d1bb4a6.tgz", the committed GPU-judged corpus, read only while the folder has
+# none, so the same command resumes; SIGINT at KZ_STUDY_LIMIT s, then rerun; its folder without
 # weights comes back as $OUT/study.tgz: carry it as .study/study.tgz with KZ_STUDY_FROM=.study/study.tgz to resume
 # on a fresh machine, where the weights are trained again); on 2+ GPUs: coder2
 # multi_gpu.

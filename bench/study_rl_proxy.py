@@ -1,0 +1,162 @@
+"""The learning study's Coder RL on CPU, with an exact-match stand-in for the judge: how far a learning rate and
+GRPO's mu move a small cold-started Coder in a few steps, before device minutes are spent on a study arm.
+
+Why a stand-in is fair here: a from-scratch Coder learns only the study writer's solutions, so on the family's tasks
+a sample is correct, for practical purposes, when it *is* the writer's solution for that task (the real judge passed
+all 512 of them on an H100). The stand-in is stricter than the judge (a correct variant counts as wrong), never
+looser, and costs nothing, so the trainer's step is what this measures: the real `run_coder_phase` (TRL GRPO,
+CA-GRPO's gate with every correct sample at speedup 1), on the study's own tokenizer, SFT path and prompts, with a
+model small enough for 2 cores. Figures from it are leads for the GPU run, not results: another model size, another
+judge.
+
+    python bench/study_rl_proxy.py --corpus bench/results/study_h100_d1bb4a6.tgz --out /tmp/rl-proxy \\
+        --lr 1e-4 3e-4 1e-3 --mu 2 --steps 12
+
+Writes OUT/proxy.json: exact-match pass@1 (4 samples at temperature 1) on the 64 test tasks and on 64 held-out
+training tasks, after SFT and after RL at each learning rate, with the training pass rate of every judged batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from kernelzero.generation.tiny import ModelShape
+from kernelzero.study import family
+from kernelzero.study.config import StudyConfig
+from kernelzero.study.models import StudyModelConfig, build_models, tokenizer_texts
+from kernelzero.study.weights import corpus_source
+from kernelzero.study.writer import write_solution
+
+
+def _norm(code: str | None) -> str:
+    return "\n".join(line.rstrip() for line in (code or "").strip().splitlines())
+
+
+class ExactMatchJudge:
+    """judge_fn(task, source, backend) -> Verdict: ok when `source` is the writer's solution of the task."""
+
+    def __init__(self, tasks):
+        self.expected = {t.name: _norm(write_solution(t)) for t in tasks}
+
+    def verdict(self, name: str, source: str | None):
+        from kernelzero.judge.verdict import Verdict
+
+        if _norm(source) == self.expected[name]:
+            return Verdict(status="ok", correct=True, timed=True, speedup_eager=1.0, speed_noise=0.0, task=name)
+        return Verdict.fail("incorrect", "not the writer's solution", task=name)
+
+    async def __call__(self, task, source, backend):
+        return self.verdict(task.name, source)
+
+
+def pass_at_1(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed: int) -> float:
+    from kernelzero.generation import load_policy
+    from kernelzero.generation.base import SamplingConfig
+    from kernelzero.roles.coder import coder_messages, parse_coder_completion
+
+    policy = load_policy(str(model_dir), device="cpu", batch_size=64)
+    chats = [coder_messages(t.source, "triton", brief=True) for t in tasks]
+    outs = policy.generate(chats, samples, SamplingConfig(temperature=1.0, max_new_tokens=512, seed=seed))
+    hits = 0
+    for t, completions in zip(tasks, outs, strict=True):
+        for c in completions:
+            parsed = parse_coder_completion(c.text)  # a ParseFailure has no code
+            hits += judge.verdict(t.name, getattr(parsed, "code", None)).correct
+    return hits / (len(tasks) * samples)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", required=True, help="a study folder or pack holding a finished corpus")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--lr", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
+    ap.add_argument("--mu", type=int, default=2, help="GRPO's mu: updates per judged batch")
+    ap.add_argument("--steps", type=int, default=12, help="judged batches per learning rate")
+    ap.add_argument("--batch", type=int, default=32, help="rollouts per judged batch")
+    ap.add_argument("--generations", type=int, default=8, help="group size G")
+    ap.add_argument("--rl-tasks", choices=("fresh", "corpus"), default="fresh",
+                    help="fresh: training tasks after the corpus's (the study's loop_tasks); corpus: the SFT corpus's "
+                    "own tasks (what the first H100 run trained on)")  # fmt: skip
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--sft-max-steps", type=int, default=1500)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    corpus = out / "corpus"
+    if not corpus.is_dir():
+        with corpus_source(args.corpus) as (_, src):
+            shutil.copytree(src, corpus)
+    shape = ModelShape(hidden_size=args.hidden, intermediate_size=3 * args.hidden, num_hidden_layers=args.layers,
+                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048)  # fmt: skip
+    cfg = StudyConfig(device="cpu", train_tasks=512, loop_tasks=512, models=StudyModelConfig(1024, shape),
+                      sft_lr=2e-3, sft_batch=8, sft_max_steps=args.sft_max_steps)  # fmt: skip
+    train = family.train_tasks(cfg.train_tasks + cfg.loop_tasks, config=cfg.family)
+    loop, test = train[cfg.train_tasks :], family.test_tasks(64, config=cfg.family)
+    judge = ExactMatchJudge(train + test)
+    record_path = out / "proxy.json"
+    record = json.loads(record_path.read_text()) if record_path.is_file() else {"args": vars(args), "runs": {}}
+
+    def save() -> None:
+        record_path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+    from kernelzero.study.sft import sft_role
+
+    sft_final = out / "sft" / "final"
+    if not sft_final.is_dir():
+        rows = [json.loads(line) for line in (corpus / "corpus.jsonl").read_text().splitlines() if line.strip()]
+        texts = tokenizer_texts(train[: cfg.train_tasks], [r["solution"] for r in rows], brief=True)
+        models = build_models(out / "models", texts, cfg.models, seed=args.seed)
+        t0 = time.monotonic()
+        done = sft_role("coder", corpus, models["coder"], out / "sft", cfg, args.seed, print)
+        record["sft"] = {**{k: done[k] for k in ("steps", "stopped", "best_eval_loss")},
+                         "seconds": round(time.monotonic() - t0, 1)}  # fmt: skip
+        save()
+    held_out = loop[-64:]  # never drawn by the RL phases below (they take the first tasks of `loop`)
+    if "after_sft" not in record:
+        record["after_sft"] = {"test": pass_at_1(sft_final, test, judge, 4, args.seed),
+                               "held_out_train": pass_at_1(sft_final, held_out, judge, 4, args.seed)}  # fmt: skip
+        save()
+    print("after SFT:", record["after_sft"], flush=True)
+
+    from kernelzero.rewards.config import GateConfig
+    from kernelzero.trainers.coder import coder_prompt, run_coder_phase
+    from kernelzero.trainers.config import CoderPhaseConfig
+
+    rl_tasks = [t.task() for t in (loop[: len(loop) - 64] if args.rl_tasks == "fresh" else train[: cfg.train_tasks])]
+    for lr in args.lr:
+        key = f"lr={lr:g},mu={args.mu},steps={args.steps}" + (",corpus" if args.rl_tasks == "corpus" else "")
+        if key in record["runs"]:
+            continue
+        phase = out / f"rl-{key}"
+        shutil.rmtree(phase, ignore_errors=True)
+        batches: list[float] = []  # the training pass rate of each judged batch
+
+        def on_rewards(rec, batches=batches) -> None:
+            batches.append(sum(v.correct for v in rec.verdicts) / len(rec.verdicts))
+
+        pc = CoderPhaseConfig(model=str(sft_final), output_dir=str(phase), use_cpu=True, bf16=False,
+                              log_completions=False, seed=args.seed, num_generations=args.generations,
+                              max_completion_length=512, learning_rate=lr, max_steps=args.steps * args.mu,
+                              per_device_train_batch_size=args.batch, gate=GateConfig(alpha=0.5, beta=0.1),
+                              grpo_overrides={"num_iterations": args.mu, "warmup_steps": 2 * args.mu})  # fmt: skip
+        t0 = time.monotonic()
+        run_coder_phase(pc, rl_tasks, judge, prompt_fn=lambda t, b: coder_prompt(t, b, brief=True),
+                        on_rewards=on_rewards,
+                        resume=False)  # fmt: skip
+        final = phase / "final"
+        record["runs"][key] = {"train_pass_by_batch": batches, "seconds": round(time.monotonic() - t0, 1),
+                               "test": pass_at_1(final, test, judge, 4, args.seed),
+                               "held_out_train": pass_at_1(final, held_out, judge, 4, args.seed)}  # fmt: skip
+        save()
+        print(key, json.dumps(record["runs"][key]), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
