@@ -306,3 +306,28 @@ def test_mu_multiplies_the_updates_not_the_judged_batches(tmp_path):
     assert run.coder.grpo_overrides == run.proposer.grpo_overrides == {"num_iterations": 2, "warmup_steps": 4}
     with pytest.raises(ValueError, match="StudyConfig.rl_iterations must be >= 1"):
         replace(config, rl_iterations=0)
+
+
+def test_the_coder_pass_rate_on_the_same_tasks_compares_each_tasks_first_and_last_step(tmp_path):
+    """Step pass rates move with the tasks a step drew; the report pairs each task with itself: its first and last
+    Coder step within a round, over tasks drawn twice or more (a task drawn once, and other phases, are left out)."""
+    from kernelzero.loop.records import VERDICTS_FILE, VerdictRecord
+    from kernelzero.loop.runlog import KeyedLog
+    from kernelzero.roles.coder import Judged
+
+    log = KeyedLog(tmp_path / VERDICTS_FILE)
+    # round 0: task a 1/4 then 3/4 correct, task b 2/4 then 4/4, task c once (left out); round 1: a 2/4 then 2/4;
+    # an l(m) sample in the proposer phase (left out)
+    script = [(0, "coder", 0, "a", 1), (0, "coder", 3, "a", 3), (0, "coder", 1, "b", 2), (0, "coder", 5, "b", 4),
+              (0, "coder", 2, "c", 0), (1, "coder", 0, "a", 2), (1, "coder", 4, "a", 2), (0, "proposer", 0, "a", 0)]
+    for r, phase, step, task, ok in script:
+        for i in range(4):
+            v = Verdict(status="ok", correct=True) if i < ok else Verdict.fail("incorrect", "off")
+            rec = VerdictRecord.of((r, phase, step, i), Task(name=task, source="x"), Judged("c", "code", v), "triton")
+            log.append(rec.key, rec.to_dict())
+    from kernelzero.study.report import coder_same_tasks
+
+    same = coder_same_tasks(tmp_path)
+    assert same == {"0": {"tasks": 2, "first": pytest.approx(0.375), "last": pytest.approx(0.875)},
+                    "1": {"tasks": 1, "first": 0.5, "last": 0.5}}  # fmt: skip
+    assert coder_same_tasks(tmp_path / "nothing") == {}

@@ -51,6 +51,28 @@ def _sft_evals(seed_dir: Path) -> dict[str, Path]:
     return found
 
 
+def coder_same_tasks(run_dir: Path) -> dict[str, dict[str, float | int]]:
+    """The Coder's training pass rate on the same tasks as each round goes on: per round, over the tasks its Coder
+    phase drew at two or more GRPO steps, the mean pass rate of each task's first step and of its last. A step's own
+    pass rate moves with which tasks it drew (in the H100 pilot one step's was 0.08, the next 0.33) more than with
+    what the model learned; a task against itself does not."""
+    from kernelzero.loop.records import VERDICTS_FILE, read_verdict_records
+
+    if not (run_dir / VERDICTS_FILE).is_file():
+        return {}
+    steps: dict[tuple[int, str], dict[int, list[bool]]] = {}  # (round, task) -> step -> correct per rollout
+    for rec in read_verdict_records(run_dir):
+        if rec.phase == "coder":
+            steps.setdefault((rec.round, rec.task), {}).setdefault(rec.step, []).append(rec.verdict.correct)
+    pairs: dict[int, list[tuple[float, float]]] = {}
+    for (r, _), by_step in steps.items():
+        if len(by_step) > 1:
+            first, last = by_step[min(by_step)], by_step[max(by_step)]
+            pairs.setdefault(r, []).append((sum(first) / len(first), sum(last) / len(last)))
+    return {str(r): {"tasks": len(ps), "first": sum(a for a, _ in ps) / len(ps),
+                     "last": sum(b for _, b in ps) / len(ps)} for r, ps in sorted(pairs.items())}  # fmt: skip
+
+
 def collect(out: Path) -> dict[str, Any]:
     """Every (arm, seed) run under `out` with its evaluations, and each arm's mean and spread."""
     runs: dict[str, Any] = {}
@@ -74,8 +96,9 @@ def collect(out: Path) -> dict[str, Any]:
             # False: the arm started from other SFT weights than the evaluated ones (an SFT trained again on another
             # machine that did not reproduce, `study.weights`): its gain would compare two models
             same = None if start is None or evaluated is None else start == evaluated
-            runs[f"{arm_dir.name}/seed-{m.group(1)}"] = {"arm": arm_dir.name, "seed": int(m.group(1)), "sft": sft,
-                                                         "rounds": rounds, "same_start": same}  # fmt: skip
+            runs[f"{arm_dir.name}/seed-{m.group(1)}"] = {
+                "arm": arm_dir.name, "seed": int(m.group(1)), "sft": sft, "rounds": rounds, "same_start": same,
+                "coder_same_tasks": coder_same_tasks(arm_dir / "run")}  # fmt: skip
     arms: dict[str, Any] = {}
     for run in runs.values():
         arms.setdefault(run["arm"], []).append(run)
@@ -131,6 +154,13 @@ def render(summary: dict[str, Any], figures: list[str]) -> str:
         cells = [f"{100 * r['pass@1']:.1f}%" for r in run["rounds"]]
         sft = f"{100 * run['sft']['pass@1']:.1f}%" if run["sft"] else "n/a"
         lines.append(f"| {name} | {sft} | " + " | ".join(cells) + " |")
+    lines += ["", "## The Coder's training pass rate on the same tasks", "",
+              "Per round, over the tasks its Coder phase drew at two or more steps: the mean pass rate at each task's "
+              "first step and at its last (a step's own rate moves with the tasks it drew).", "",
+              "| run | round | tasks | first step | last step |", "|---|---|---|---|---|"]  # fmt: skip
+    for name, run in summary["runs"].items():
+        for r, x in run.get("coder_same_tasks", {}).items():
+            lines.append(f"| {name} | {r} | {x['tasks']} | {100 * x['first']:.1f}% | {100 * x['last']:.1f}% |")
     other = [name for name, run in summary["runs"].items() if run.get("same_start") is False]
     if other:
         lines += ["", f"Left out of the arms table: {', '.join(other)} started from other SFT weights than the "
