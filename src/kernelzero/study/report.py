@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from kernelzero.loop.records import VERDICTS_FILE, read_verdict_records
+
 SMOKE_NOTE = ("SMOKE RUN: toy sizes on CPU (tiny model, a handful of tasks, the Triton interpreter, 1 round of a few "
               "steps). It checks that every stage runs; its numbers mean nothing.")  # fmt: skip
 
@@ -56,8 +58,6 @@ def coder_same_tasks(run_dir: Path) -> dict[str, dict[str, float | int]]:
     phase drew at two or more GRPO steps, the mean pass rate of each task's first step and of its last. A step's own
     pass rate moves with which tasks it drew (in the H100 pilot one step's was 0.08, the next 0.33) more than with
     what the model learned; a task against itself does not."""
-    from kernelzero.loop.records import VERDICTS_FILE, read_verdict_records
-
     if not (run_dir / VERDICTS_FILE).is_file():
         return {}
     steps: dict[tuple[int, str], dict[int, list[bool]]] = {}  # (round, task) -> step -> correct per rollout
