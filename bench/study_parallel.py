@@ -1,0 +1,210 @@
+"""Run several arms and seeds of the learning study at once on one GPU machine, then merge them into one report.
+
+One seed-arm of `configs/study_h200.yaml` leaves most of an H100/H200 idle (its judging waits on its own slots; its
+SFT and generation are small models), and device time is what a study is short of. Each ARM:SEED here is its own
+`kernelzero study` process in its own folder under --root (`ROOT/ARM-sSEED`), so no two processes write one file;
+an arm other than `main` waits for its seed's main run to finish the evaluation after SFT and starts from a copy of
+that seed's SFT (`study.merge.seed_arm_folder`). At --limit seconds every run still going gets SIGINT (each stage
+resumes: rerun the same command). At the end the folders are merged (`study.merge.merge`) into ROOT/merged, whose
+report is the study's, and packed without weights to OUT/study.tgz.
+
+What sharing one GPU costs: the runs' GPU work overlaps, so a verdict's timing is taken beside the other runs' kernels
+(each judge's timing lock holds only its own). pass@1 is unaffected; speedups, fast_1 and the speed term of the
+reward carry that noise. Say so wherever such figures are quoted.
+
+    python bench/study_parallel.py --root /tmp/kz-study --runs main:0 main:1 main:2 --out $OUT \\
+        -- --config configs/study_h200.yaml --corpus-from bench/results/study_h100_d1bb4a6.tgz
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ARMS = ("main", "correctness_only", "always_speed", "frozen_proposer")  # kernelzero.study.config.ARMS, checked below
+
+
+def parse_runs(items: list[str]) -> list[tuple[str, int]]:
+    runs = []
+    for item in items:
+        arm, sep, seed = item.partition(":")
+        if not sep or arm not in ARMS or not seed.isdigit():
+            raise SystemExit(f"study_parallel: --runs takes ARM:SEED with ARM one of {', '.join(ARMS)}, got {item!r}")
+        runs.append((arm, int(seed)))
+    if len(set(runs)) != len(runs):
+        raise SystemExit("study_parallel: a run is named twice in --runs")
+    return runs
+
+
+def folder(root: Path, arm: str, seed: int) -> Path:
+    return root / f"{arm}-s{seed}"
+
+
+class Run:
+    def __init__(self, arm: str, seed: int, root: Path, out: Path, study_args: list[str]):
+        self.arm, self.seed, self.dir = arm, seed, folder(root, arm, seed)
+        self.main = folder(root, "main", seed)
+        self.log = out / f"study-{arm}-s{seed}.log"
+        self.study_args, self.proc, self.started, self.rc = study_args, None, None, None
+
+    @property
+    def name(self) -> str:
+        return f"{self.arm}:{self.seed}"
+
+    def ready(self) -> bool:
+        """main runs at once; another arm once its folder exists or its seed's evaluation after SFT is done."""
+        return (self.arm == "main" or self.dir.is_dir()
+                or (self.main / f"seed-{self.seed}" / "eval-sft" / "summary.json").is_file())  # fmt: skip
+
+    def start(self) -> None:
+        from kernelzero.study.merge import seed_arm_folder
+
+        if self.arm != "main" and not self.dir.is_dir():
+            seed_arm_folder(self.main, self.dir, self.seed)
+        cmd = [sys.executable, "-m", "kernelzero.cli", "study", "--out", str(self.dir), "--arm", self.arm,
+               "--seed", str(self.seed), *self.study_args]  # fmt: skip
+        self.started = time.monotonic()
+        with self.log.open("a", encoding="utf-8") as log:  # a rerun appends: the log tells every invocation
+            log.write(f"== {time.strftime('%H:%M:%S')} {' '.join(cmd)}\n")
+            log.flush()
+            # its own process group, so the limit's SIGINT reaches the study and nothing else here
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        print(f"{time.strftime('%H:%M:%S')} started {self.name} (pid {self.proc.pid})", flush=True)
+
+    def poll(self) -> bool:
+        if self.proc is not None and self.rc is None:
+            self.rc = self.proc.poll()
+            if self.rc is not None:
+                took = time.monotonic() - self.started
+                print(f"{time.strftime('%H:%M:%S')} {self.name} ended rc={self.rc} after {took:.0f} s", flush=True)
+        return self.rc is not None
+
+    def signal(self, sig: int) -> None:
+        if self.proc is not None and self.rc is None:
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                pass
+
+
+def stage_lines(study_dir: Path) -> list[str]:
+    path = study_dir / "stages.jsonl"
+    if not path.is_file():
+        return []
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [f"{r['stage']} {r['action']} {r['seconds']:.0f}s" for r in rows if r["action"] == "ran"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("--root", required=True, help="one folder per run under it (ARM-sSEED), and merged/")
+    ap.add_argument("--runs", nargs="+", required=True, help="ARM:SEED ... (an arm other than main needs its seed's "
+                    "main run here or its folder under --root)")  # fmt: skip
+    ap.add_argument("--parallel", type=int, default=3, help="runs at once (default 3)")
+    ap.add_argument("--limit", type=float, default=540.0, help="seconds until every run still going gets SIGINT")
+    ap.add_argument("--out", required=True, help="logs and study.tgz (the merged folder without weights)")
+    ap.add_argument("--from-pack", help="a fresh machine: unpack this merged pack and start each run's folder from it")
+    ap.add_argument("study_args", nargs=argparse.REMAINDER, help="after --: arguments of every `kernelzero study`")
+    args = ap.parse_args(argv)
+    runs_spec = parse_runs(args.runs)
+    study_args = args.study_args[1:] if args.study_args[:1] == ["--"] else args.study_args
+    root, out = Path(args.root).resolve(), Path(args.out).resolve()
+    from kernelzero.study.config import ARMS as STUDY_ARMS
+
+    assert set(ARMS) == set(STUDY_ARMS), "bench/study_parallel.py's ARMS are behind kernelzero.study.config.ARMS"
+    for arm, seed in runs_spec:
+        if arm != "main" and ("main", seed) not in runs_spec and not folder(root, "main", seed).is_dir():
+            raise SystemExit(f"study_parallel: {arm}:{seed} needs main:{seed} in --runs or {folder(root, 'main', seed)}")
+    out.mkdir(parents=True, exist_ok=True)
+    if args.from_pack and not root.is_dir():
+        split_pack(Path(args.from_pack), root, runs_spec)
+    root.mkdir(parents=True, exist_ok=True)
+
+    runs = [Run(arm, seed, root, out, study_args) for arm, seed in runs_spec]
+    deadline = time.monotonic() + args.limit
+    interrupted = False
+    while True:
+        live = [r for r in runs if r.proc is not None and not r.poll()]
+        if not interrupted and time.monotonic() >= deadline:
+            interrupted = True
+            print(f"{time.strftime('%H:%M:%S')} limit: SIGINT to {', '.join(r.name for r in live) or 'none'}")
+            for r in live:
+                r.signal(signal.SIGINT)
+            kill_at = time.monotonic() + 60
+        if interrupted:
+            if not live:
+                break
+            if time.monotonic() >= kill_at:
+                for r in live:
+                    r.signal(signal.SIGKILL)
+                kill_at = float("inf")
+        else:
+            waiting = [r for r in runs if r.proc is None]
+            for r in waiting:
+                if len(live) < args.parallel and r.ready():
+                    r.start()
+                    live.append(r)
+            if not live and not any(r.proc is None and r.ready() for r in waiting):
+                if waiting:  # an arm whose seed's main run ended without its evaluation after SFT
+                    print(f"cannot start: {', '.join(r.name for r in waiting)} (their seed's eval-sft is not done)")
+                break
+        time.sleep(2)
+
+    print("\n== runs")
+    for r in runs:
+        state = "not started" if r.proc is None else f"rc={r.rc}"
+        print(f"{r.name:22s} {state:12s} ran: {'; '.join(stage_lines(r.dir)) or '-'}")
+    return report(root, [r.dir for r in runs if r.dir.is_dir()], out)
+
+
+def split_pack(pack_path: Path, root: Path, runs: list[tuple[str, int]]) -> None:
+    """Unpack a merged pack (without weights) into one folder per run: the stages whose weights are gone then run
+    again (`study.weights`)."""
+    from kernelzero.study.merge import SEED_SHARED
+    from kernelzero.study.weights import unpack
+
+    src = root.with_name(root.name + ".pack")
+    shutil.rmtree(src, ignore_errors=True)
+    unpack(pack_path, src)
+    for arm, seed in runs:
+        dest = folder(root, arm, seed)
+        for name in ("study_config.json", "corpus", "loop_tasks.jsonl"):
+            if (src / name).exists():
+                (shutil.copytree if (src / name).is_dir() else shutil.copy2)(src / name, dest / name)
+        for part in (*SEED_SHARED, "retired", arm):
+            if (src / f"seed-{seed}" / part).is_dir():
+                shutil.copytree(src / f"seed-{seed}" / part, dest / f"seed-{seed}" / part)
+    print(f"split {pack_path} into {len(runs)} run folder(s) under {root}")
+
+
+def report(root: Path, folders: list[Path], out: Path) -> int:
+    from kernelzero.study.merge import merge
+    from kernelzero.study.report import write_study_report
+    from kernelzero.study.weights import pack
+
+    if not folders:
+        print("nothing to merge")
+        return 1
+    merged = root / "merged"
+    shutil.rmtree(merged, ignore_errors=True)
+    folders.sort(key=lambda f: (not f.name.startswith("main-"), f.name))  # each seed's main first: its SFT is shared
+    for line in merge(folders, merged):
+        print("merged:", line)
+    smoke = json.loads((merged / "study_config.json").read_text(encoding="utf-8")).get("smoke", False)
+    write_study_report(merged, smoke=smoke)
+    size = pack(merged, out / "study.tgz")
+    print(f"packed {merged} to {out / 'study.tgz'} ({size} bytes)\n")
+    print((merged / "report.md").read_text(encoding="utf-8"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
