@@ -11,7 +11,7 @@
 # none, so the same command resumes; SIGINT at KZ_STUDY_LIMIT s, then rerun; its folder without
 # weights comes back as $OUT/study.tgz: carry it as .study/study.tgz with KZ_STUDY_FROM=.study/study.tgz to resume
 # on a fresh machine, where the weights are trained again)
-# study_many (KZ_STUDY_RUNS="main:0 main:1 main:2 correctness_only:0 ...", KZ_STUDY_PARALLEL runs at once, each in
+# study_many (KZ_STUDY_RUNS="main:0 main:1 main:2 correctness_only:0 ...", a queue (KZ_STUDY_PARALLEL: at once), each in
 # KZ_STUDY_DIR/ARM-sSEED; bench/study_parallel.py; merged report and $OUT/study.tgz; KZ_STUDY_FROM: a merged pack to
 # split on a fresh machine); on 2+ GPUs: coder2
 # multi_gpu.
@@ -84,7 +84,7 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
               print('packed after a kill:', pack(sys.argv[1], sys.argv[2]), 'bytes')" "$D" "$OUT/study.tgz" ;;
     study_many) step study_many timeout -k 30 $(( ${KZ_STUDY_LIMIT:-540} + 120 )) python3 bench/study_parallel.py \
               --root "${KZ_STUDY_DIR:-/tmp/kz-study}" --runs ${KZ_STUDY_RUNS:-main:0 main:1 main:2} \
-              --parallel ${KZ_STUDY_PARALLEL:-3} --limit ${KZ_STUDY_LIMIT:-540} --out "$OUT" \
+              --parallel ${KZ_STUDY_PARALLEL:-1} --limit ${KZ_STUDY_LIMIT:-540} --out "$OUT" \
               ${KZ_STUDY_FROM:+--from-pack "$KZ_STUDY_FROM"} -- ${KZ_STUDY_ARGS:-} ;;
     eval) step eval timeout ${KZ_EVAL_TIMEOUT:-600} python3 -m kernelzero.cli eval --tasks .kb/KernelBench \
               --solutions bench/kb_solutions --only-with-solutions --backend triton --workers 1 --out "$OUT/eval" ;;

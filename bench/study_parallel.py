@@ -1,16 +1,18 @@
-"""Run several arms and seeds of the learning study at once on one GPU machine, then merge them into one report.
+"""Run a queue of the learning study's arms and seeds on one GPU machine, then merge them into one report.
 
-One seed-arm of `configs/study_h200.yaml` leaves most of an H100/H200 idle (its judging waits on its own slots; its
-SFT and generation are small models), and device time is what a study is short of. Each ARM:SEED here is its own
-`kernelzero study` process in its own folder under --root (`ROOT/ARM-sSEED`), so no two processes write one file;
-an arm other than `main` waits for its seed's main run to finish the evaluation after SFT and starts from a copy of
-that seed's SFT (`study.merge.seed_arm_folder`). At --limit seconds every run still going gets SIGINT (each stage
-resumes: rerun the same command). At the end the folders are merged (`study.merge.merge`) into ROOT/merged, whose
-report is the study's, and packed without weights to OUT/study.tgz.
+Each ARM:SEED is its own `kernelzero study` process in its own folder under --root (`ROOT/ARM-sSEED`), so no two
+processes write one file; an arm other than `main` waits for its seed's main run to finish the evaluation after SFT
+and starts from a copy of that seed's SFT (`study.merge.seed_arm_folder`), so both are measured against one
+evaluation after SFT. At --limit seconds every run still going gets SIGINT (each stage resumes: rerun the same
+command on the same machine). At the end the folders are merged (`study.merge.merge`) into ROOT/merged, whose report
+is the study's, and packed without weights to OUT/study.tgz.
 
-What sharing one GPU costs: the runs' GPU work overlaps, so a verdict's timing is taken beside the other runs' kernels
-(each judge's timing lock holds only its own). pass@1 is unaffected; speedups, fast_1 and the speed term of the
-reward carry that noise. Say so wherever such figures are quoted.
+--parallel above 1 runs several at once on the one GPU. Measured on an H100 80 GB (2026-12-06, configs/study_h200.yaml,
+3 seeds at once): it does not pay. Each run's SFT took 120-167 s (59 s alone in the pilot) and its evaluation after
+SFT 271-298 s (128 s alone), about 1.3x the work per device second; the judges' workers (624 MB of GPU memory each,
+about 40 of them) and three trainers (14-22 GB each) filled the 80 GB and one run died out of memory in its Coder
+phase. Runs at once also time each verdict beside the others' kernels (each judge's timing lock holds only its own):
+speedups, fast_1 and the reward's speed term then carry that noise. The default is 1: a queue.
 
     python bench/study_parallel.py --root /tmp/kz-study --runs main:0 main:1 main:2 --out $OUT \\
         -- --config configs/study_h200.yaml --corpus-from bench/results/study_h100_d1bb4a6.tgz
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", required=True, help="one folder per run under it (ARM-sSEED), and merged/")
     ap.add_argument("--runs", nargs="+", required=True, help="ARM:SEED ... (an arm other than main needs its seed's "
                     "main run here or its folder under --root)")  # fmt: skip
-    ap.add_argument("--parallel", type=int, default=3, help="runs at once (default 3)")
+    ap.add_argument("--parallel", type=int, default=1, help="runs at once (default 1; see above before raising it)")
     ap.add_argument("--limit", type=float, default=540.0, help="seconds until every run still going gets SIGINT")
     ap.add_argument("--out", required=True, help="logs and study.tgz (the merged folder without weights)")
     ap.add_argument("--from-pack", help="a fresh machine: unpack this merged pack and start each run's folder from it")
@@ -122,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     assert set(ARMS) == set(STUDY_ARMS), "bench/study_parallel.py's ARMS are behind kernelzero.study.config.ARMS"
     for arm, seed in runs_spec:
         if arm != "main" and ("main", seed) not in runs_spec and not folder(root, "main", seed).is_dir():
-            raise SystemExit(f"study_parallel: {arm}:{seed} needs main:{seed} in --runs or {folder(root, 'main', seed)}")
+            main_dir = folder(root, "main", seed)
+            raise SystemExit(f"study_parallel: {arm}:{seed} needs main:{seed} in --runs or {main_dir}")
     out.mkdir(parents=True, exist_ok=True)
     if args.from_pack and not root.is_dir():
         split_pack(Path(args.from_pack), root, runs_spec)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 
+from kernelzero.eval.evaluate import EvalRecord
+from kernelzero.eval.report import write_report
 from kernelzero.judge.verdict import Verdict
 from kernelzero.roles.parsing import ParsedCode
 from kernelzero.tasks import Task
@@ -44,3 +47,18 @@ class ScriptedJudge:
 def accept_any_text(text: str):
     """A parser that takes the whole (random) completion as code, so tiny-model rollouts reach the fake judge."""
     return ParsedCode(text)
+
+
+def eval_summary(path: Path, pass1: float, weights: str | None = None) -> None:
+    """An eval folder's summary.json as the eval report writes it (`eval.report.write_report`, not a hand-made
+    dict: a fixture once keyed fast_p by "1" where the report writes "1.0", and the GPU run's report crashed): 20
+    tasks of one timed sample each, a share `pass1` of them correct, every other correct one twice as fast as eager."""
+    path.mkdir(parents=True)
+    n, records = 20, []
+    for i in range(n):
+        ok = i < round(pass1 * n)
+        fast = ok and i % 2 == 0
+        timing = {"speedup_eager": 2.0 if fast else 0.5, "speed_noise": 0.01} if ok else {}
+        v = Verdict(status="ok", correct=True, timed=True, **timing) if ok else Verdict.fail("incorrect", "off")
+        records.append(EvalRecord(f"t{i}", None, 0, 1, "code", v))
+    write_report(path, records, [1], {"weights": weights}, plots=False)

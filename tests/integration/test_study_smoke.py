@@ -83,9 +83,14 @@ def test_every_stage_writes_its_outputs_and_the_summary_has_pass_at_1(smoke):
     for ev in (out / "seed-0" / "eval-sft", out / "seed-0" / "main" / "eval-round-1"):
         records = jsonl(ev / "verdicts.jsonl")
         assert sorted((r["task"], r["sample"]) for r in records) == sorted((t.name, s) for t in tests for s in range(4))
+        meta = json.loads((ev / "summary.json").read_text())["meta"]  # where the evaluation's time went
+        assert 0 < meta["generate_s"] <= meta["seconds"]
     # the loop: one finished round of `kernelzero train`, from the cold-started models
     state = json.loads((out / "seed-0" / "main" / "run" / "state.json").read_text())
     assert state["finished"] and state["completed"] == ["r0.proposer", "r0.tasks", "r0.coder", "r0.frontier"]
+    units = jsonl(out / "seed-0" / "main" / "run" / "units.jsonl")  # each unit's wall time, in the order it ran
+    assert [u["unit"] for u in units] == state["completed"] and all(u["seconds"] >= 0 for u in units)
+    assert sum(u["seconds"] for u in units) > 0
     config = json.loads((out / "seed-0" / "main" / "run" / "config.json").read_text())
     assert config["coder"]["model"].endswith("seed-0/sft/coder/final")
     assert (config["coder"]["gate"]["alpha"], config["coder"]["gate"]["beta"]) == (0.5, 0.1)

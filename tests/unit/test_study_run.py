@@ -12,8 +12,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from kernelzero.eval.evaluate import EvalRecord
-from kernelzero.eval.report import write_report
 from kernelzero.judge.verdict import Verdict
 from kernelzero.loop.config import RunConfig
 from kernelzero.rewards.cagrpo import gated_group_rewards
@@ -24,6 +22,7 @@ from kernelzero.study.run import Study, _VerdictCache
 from kernelzero.study.sft import PlateauStop, split
 from kernelzero.tasks import Task
 from kernelzero.trainers.sft import SolutionPair
+from support import eval_summary as _summary
 
 SRC = str(Path(__file__).parents[2] / "src")
 
@@ -78,21 +77,6 @@ def test_each_arm_changes_the_coder_reward_as_named():
     assert rewards("main", high)[0] == pytest.approx(1.2) and rewards("correctness_only", high)[0] == 1.0
     assert rewards("frozen_proposer", high) == rewards("main", high)
     assert [a.train_proposer for a in ARMS.values()] == [True, True, True, False]
-
-
-def _summary(path: Path, pass1: float, weights: str | None = None) -> None:
-    """An eval folder's summary.json as the eval report writes it (`eval.report.write_report`, not a hand-made
-    dict: a fixture once keyed fast_p by "1" where the report writes "1.0", and the GPU run's report crashed): 20
-    tasks of one timed sample each, a share `pass1` of them correct, every other correct one twice as fast as eager."""
-    path.mkdir(parents=True)
-    n, records = 20, []
-    for i in range(n):
-        ok = i < round(pass1 * n)
-        fast = ok and i % 2 == 0
-        timing = {"speedup_eager": 2.0 if fast else 0.5, "speed_noise": 0.01} if ok else {}
-        v = Verdict(status="ok", correct=True, timed=True, **timing) if ok else Verdict.fail("incorrect", "off")
-        records.append(EvalRecord(f"t{i}", None, 0, 1, "code", v))
-    write_report(path, records, [1], {"weights": weights}, plots=False)
 
 
 def test_report_takes_mean_and_spread_over_seeds(tmp_path):

@@ -32,6 +32,7 @@ import logging
 import math
 import os
 import random
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -72,6 +73,8 @@ logger = logging.getLogger("kernelzero.loop.coevolve")
 STATE_FILE, CONFIG_FILE = "state.json", "config.json"
 METRICS_FILE = "metrics.jsonl"
 UNITS = ("proposer", "tasks", "coder", "frontier")
+UNITS_FILE = "units.jsonl"
+"""Each finished unit's wall time, a line each (`CoEvolution._time_unit`)."""
 
 
 def unit_name(r: int, unit: str) -> str:
@@ -249,9 +252,11 @@ class CoEvolution:
                 r = self.state.round
                 for unit in UNITS:
                     if unit_name(r, unit) not in self.state.completed:
+                        start = time.monotonic()
                         if self.is_main or unit in ("proposer", "coder"):  # the phases need every rank
                             getattr(self, f"_unit_{unit}")(r)
                         self._sync()
+                        self._time_unit(r, unit, time.monotonic() - start)
             self.state.finished = True
             if self.is_main:
                 write_json_atomic(self.run_dir / STATE_FILE, self.state.to_dict())
@@ -268,6 +273,15 @@ class CoEvolution:
                 self._tb.close()
                 self._tb = None
         return self.state
+
+    def _time_unit(self, r: int, unit: str, seconds: float) -> None:
+        """A finished unit's wall time, said and appended to `units.jsonl` (where a round's time went: the judge,
+        the phases' generation and updates; a unit resumed part-way counts from its resume)."""
+        self.say(f"round {r}: {unit} done in {seconds:.1f} s")
+        if self.is_main:
+            with (self.run_dir / UNITS_FILE).open("a", encoding="utf-8") as f:
+                f.write(json.dumps({"unit": unit_name(r, unit), "seconds": round(seconds, 2),
+                                    "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")  # fmt: skip
 
     # ------------------------------------------------------------------ r.proposer
     def _api_sets(self, r: int, pool) -> list[list[str]]:

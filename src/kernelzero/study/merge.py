@@ -1,11 +1,9 @@
 """Several study folders made side by side, one per arm and seed, read as one study.
 
-On one GPU the study's stages leave most of the machine idle (a seed's judging waits on its own slots, its SFT and
-generation are small), so arms and seeds can run at once, each `kernelzero study` in its own folder: no two processes
-then write one file. An arm other than `main` starts from its seed's SFT, copied from that seed's folder once the
-evaluation after SFT is done (`seed_arm_folder`). `merge` then gathers the folders into one study folder without
-weights, and its report is the study's table.
-"""
+A queue of arms and seeds (`bench/study_parallel.py`) runs each `kernelzero study` in its own folder, so no two
+processes ever write one file. An arm other than `main` starts from its seed's SFT, copied from that seed's folder
+once the evaluation after SFT is done (`seed_arm_folder`). `merge` then gathers the folders into one study folder
+without weights, and its report is the study's table."""
 
 from __future__ import annotations
 
@@ -18,7 +16,8 @@ from kernelzero.study.run import LOOP_TASKS, STAGES_LOG
 from kernelzero.study.weights import WEIGHT_FOLDERS, WEIGHT_PREFIX
 
 SEED_SHARED = ("models", "sft", "eval-sft")
-"""A seed's folders every arm of that seed starts from: the initial models, both roles' SFT, the evaluation after SFT."""
+"""A seed's folders every arm of that seed starts from: its initial models, both roles' SFT, the evaluation after
+SFT."""
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 

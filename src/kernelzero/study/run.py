@@ -236,7 +236,8 @@ class Study:
         """pass@1 and fast_1 of a Coder on the test tasks: `run_eval` (resumes from `out`) and the eval report."""
         cfg = self.config
         tasks = read_corpus(self.out / "corpus" / "test_tasks.jsonl")
-        policy = load_policy(str(model), device=_torch_device(cfg.device), batch_size=cfg.eval_batch)
+        policy = _TimedPolicy(load_policy(str(model), device=_torch_device(cfg.device), batch_size=cfg.eval_batch))
+        start = time.monotonic()
         sampling = SamplingConfig(temperature=cfg.eval_temperature, max_new_tokens=cfg.max_new_tokens,
                                   seed=self.seed)  # fmt: skip
         pool = self.judge()
@@ -244,10 +245,13 @@ class Study:
         records = run_eval(tasks, policy, backend=BACKEND, judge_fn=pool.judge, out_dir=out,
                            samples=cfg.eval_samples, sampling=sampling, judge_many=pool.imap,
                            brief=cfg.prompts == "brief")  # fmt: skip
-        meta = {"model": str(model), "arm": self.arm, "seed": self.seed, "weights": weights_digest(model)}
+        seconds = time.monotonic() - start
+        meta = {"model": str(model), "arm": self.arm, "seed": self.seed, "weights": weights_digest(model),
+                "seconds": round(seconds, 1), "generate_s": round(policy.seconds, 1)}  # fmt: skip
         summary = write_report(out, records, [1], meta, plots=False)
         row = summary["rows"][-1]
-        self.say(f"  {out.name}: pass@1 {row['pass']['1']:.3f} over {row['tasks']} test tasks")
+        self.say(f"  {out.name}: pass@1 {row['pass']['1']:.3f} over {row['tasks']} test tasks ({seconds:.0f} s, "
+                 f"{policy.seconds:.0f} s of it generating)")  # fmt: skip
 
     def run_config(self, corpus: Path) -> RunConfig:
         """The `kernelzero train` config of this arm: the cold-started models, the family's training API sets, the
@@ -289,6 +293,24 @@ class Study:
             start.write_text(json.dumps(digests) + "\n", encoding="utf-8")
         state = CoEvolution(self.run_config(corpus), run_dir, say=lambda m: self.say("  " + m)).run()
         (run_dir / "finished.json").write_text(json.dumps({"rounds": state.round, "models": state.models}) + "\n")
+
+
+class _TimedPolicy:
+    """A policy whose `generate` calls add up their wall time in `seconds` (an evaluation's generating, apart from
+    its judging: where a study's device minutes go)."""
+
+    def __init__(self, policy):
+        self.policy, self.seconds = policy, 0.0
+
+    def generate(self, *args, **kwargs):
+        start = time.monotonic()
+        try:
+            return self.policy.generate(*args, **kwargs)
+        finally:
+            self.seconds += time.monotonic() - start
+
+    def __getattr__(self, name: str):
+        return getattr(self.policy, name)
 
 
 class _VerdictCache:

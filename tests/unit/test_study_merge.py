@@ -1,0 +1,87 @@
+"""Study folders made one per arm and seed (`bench/study_parallel.py`) gathered into one study: what comes from
+where, what is refused, and the report read from the merge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelzero.study.merge import merge, seed_arm_folder
+from kernelzero.study.report import collect
+from support import eval_summary as _summary
+
+
+def _folder(root: Path, arm: str, seed: int, sft: float, final: float, weights: str, config: dict | None = None):
+    """A study folder of one arm and seed, as a finished invocation leaves it (weights and checkpoints included)."""
+    d = root / f"{arm}-s{seed}"
+    (d / "corpus").mkdir(parents=True)
+    (d / "corpus" / "done.json").write_text("{}")
+    (d / "study_config.json").write_text(json.dumps(config or {"rounds": 1}))
+    (d / "stages.jsonl").write_text(json.dumps({"arm": arm, "seed": seed, "stage": "x", "action": "ran"}) + "\n")
+    s = d / f"seed-{seed}"
+    _summary(s / "eval-sft", sft, weights=weights)
+    for role in ("coder", "proposer"):
+        (s / "sft" / role / "final").mkdir(parents=True)
+        (s / "sft" / role / "final" / "model.safetensors").write_bytes(b"w" * 64)
+        (s / "sft" / role / "checkpoints" / "checkpoint-5").mkdir(parents=True)
+        (s / "sft" / role / "done.json").write_text(json.dumps({"weights": weights}))
+    (s / "models" / "coder-init").mkdir(parents=True)
+    (s / arm / "run" / "checkpoints" / "round-0").mkdir(parents=True)
+    (s / arm / "run" / "metrics.jsonl").write_text("")
+    (s / arm / "start.json").write_text(json.dumps({"coder": weights, "proposer": "p"}))
+    _summary(s / arm / "eval-round-1", final)
+    return d
+
+
+def test_merge_takes_each_run_once_and_the_seeds_sft_from_its_main_run(tmp_path):
+    runs = tmp_path / "runs"
+    folders = [_folder(runs, "main", 0, 0.1, 0.3, "aaaa"), _folder(runs, "main", 1, 0.2, 0.3, "bbbb"),
+               _folder(runs, "correctness_only", 0, 0.1, 0.2, "aaaa")]  # fmt: skip
+    taken = merge(folders, tmp_path / "merged")
+    m = tmp_path / "merged"
+    assert sorted(p.name for p in (m / "seed-0").iterdir()) == ["correctness_only", "eval-sft", "main", "models", "sft"]
+    assert "seed-0/eval-sft <- " + str(folders[0]) in taken and not any("correctness_only-s0" in t and "eval-sft" in t
+                                                                        for t in taken)  # fmt: skip
+    # no weights and no checkpoints travel into the merge; the records do
+    assert not list(m.rglob("*.safetensors")) and not list(m.rglob("checkpoint*")) and not list(m.rglob("final"))
+    assert (m / "seed-0" / "sft" / "coder" / "done.json").is_file()
+    assert len((m / "stages.jsonl").read_text().splitlines()) == 3
+    out = collect(m)
+    assert out["arms"]["main"]["seeds"] == [0, 1]
+    assert out["arms"]["main"]["gain_pass@1"]["mean"] == pytest.approx(0.15)
+    assert out["runs"]["correctness_only/seed-0"]["sft"]["pass@1"] == pytest.approx(0.1)
+
+
+def test_an_arms_own_evaluation_after_sft_of_other_weights_is_set_aside_where_the_report_finds_it(tmp_path):
+    runs = tmp_path / "runs"
+    folders = [_folder(runs, "main", 0, 0.1, 0.3, "aaaa"), _folder(runs, "always_speed", 0, 0.4, 0.5, "cccc")]
+    merge(folders, tmp_path / "merged")
+    aside = tmp_path / "merged" / "seed-0" / "retired" / "eval-sft-always_speed-s0" / "eval-sft" / "summary.json"
+    assert json.loads(aside.read_text())["meta"]["weights"] == "cccc"
+    run = collect(tmp_path / "merged")["runs"]["always_speed/seed-0"]
+    assert run["same_start"] is True and run["sft"]["pass@1"] == pytest.approx(0.4)
+
+
+def test_merge_refuses_two_configs_a_run_twice_and_an_existing_out(tmp_path):
+    a = _folder(tmp_path / "a", "main", 0, 0.1, 0.2, "aaaa")
+    b = _folder(tmp_path / "b", "main", 1, 0.1, 0.2, "bbbb", config={"rounds": 2})
+    with pytest.raises(ValueError, match=r"other settings .*\(rounds\)"):
+        merge([a, b], tmp_path / "m1")
+    with pytest.raises(ValueError, match="seed-0/main is in two of the folders"):
+        merge([a, _folder(tmp_path / "c", "main", 0, 0.1, 0.2, "aaaa")], tmp_path / "m2")
+    (tmp_path / "m3").mkdir()
+    with pytest.raises(ValueError, match="already exists"):
+        merge([a], tmp_path / "m3")
+
+
+def test_an_arm_starts_from_a_copy_of_its_seeds_sft_once_evaluated(tmp_path):
+    main = _folder(tmp_path, "main", 0, 0.1, 0.2, "aaaa")
+    dest = tmp_path / "frozen_proposer-s0"
+    seed_arm_folder(main, dest, 0)
+    assert (dest / "seed-0" / "sft" / "coder" / "final" / "model.safetensors").read_bytes() == b"w" * 64
+    assert not list(dest.rglob("checkpoint-*")) and not (dest / "seed-0" / "main").exists()
+    assert (dest / "corpus" / "done.json").is_file() and not dest.with_name(dest.name + ".partial").exists()
+    with pytest.raises(ValueError, match="seed 1's evaluation after SFT is not done"):
+        seed_arm_folder(main, tmp_path / "x", 1)
