@@ -179,6 +179,7 @@ def split_pack(pack_path: Path, root: Path, runs: list[tuple[str, int]]) -> None
     unpack(pack_path, src)
     for arm, seed in runs:
         dest = folder(root, arm, seed)
+        dest.mkdir(parents=True, exist_ok=True)
         for name in ("study_config.json", "corpus", "loop_tasks.jsonl"):
             if (src / name).exists():
                 (shutil.copytree if (src / name).is_dir() else shutil.copy2)(src / name, dest / name)

@@ -85,7 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--sft-max-steps", type=int, default=1500)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="the models' init and SFT")
+    ap.add_argument("--rl-seeds", type=int, nargs="+", default=None,
+                    help="seeds of the RL phase and of its evaluation's sampling (default: --seed); several give the "
+                    "spread the study's seeds would show with one SFT")  # fmt: skip
+    ap.add_argument("--scheduler", default="linear", choices=("linear", "constant_with_warmup", "cosine"),
+                    help="the RL phase's learning-rate schedule (TRL's default: linear decay to 0 over the phase)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     corpus = out / "corpus"
@@ -129,8 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     from kernelzero.trainers.config import CoderPhaseConfig
 
     rl_tasks = [t.task() for t in (loop[: len(loop) - 64] if args.rl_tasks == "fresh" else train[: cfg.train_tasks])]
-    for lr in args.lr:
+    for lr, rl_seed in [(lr, rs) for lr in args.lr for rs in (args.rl_seeds or [args.seed])]:
         key = f"lr={lr:g},mu={args.mu},steps={args.steps}" + (",corpus" if args.rl_tasks == "corpus" else "")
+        key += f",{args.scheduler}" if args.scheduler != "linear" else ""
+        key += f",seed={rl_seed}" if args.rl_seeds else ""
         if key in record["runs"]:
             continue
         phase = out / f"rl-{key}"
@@ -141,18 +148,19 @@ def main(argv: list[str] | None = None) -> int:
             batches.append(sum(v.correct for v in rec.verdicts) / len(rec.verdicts))
 
         pc = CoderPhaseConfig(model=str(sft_final), output_dir=str(phase), use_cpu=True, bf16=False,
-                              log_completions=False, seed=args.seed, num_generations=args.generations,
+                              log_completions=False, seed=rl_seed, num_generations=args.generations,
                               max_completion_length=512, learning_rate=lr, max_steps=args.steps * args.mu,
                               per_device_train_batch_size=args.batch, gate=GateConfig(alpha=0.5, beta=0.1),
-                              grpo_overrides={"num_iterations": args.mu, "warmup_steps": 2 * args.mu})  # fmt: skip
+                              grpo_overrides={"num_iterations": args.mu, "warmup_steps": 2 * args.mu,
+                                              "lr_scheduler_type": args.scheduler})  # fmt: skip
         t0 = time.monotonic()
         run_coder_phase(pc, rl_tasks, judge, prompt_fn=lambda t, b: coder_prompt(t, b, brief=True),
                         on_rewards=on_rewards,
                         resume=False)  # fmt: skip
         final = phase / "final"
         record["runs"][key] = {"train_pass_by_batch": batches, "seconds": round(time.monotonic() - t0, 1),
-                               "test": pass_at_1(final, test, judge, 4, args.seed),
-                               "held_out_train": pass_at_1(final, held_out, judge, 4, args.seed)}  # fmt: skip
+                               "test": pass_at_1(final, test, judge, 4, rl_seed),
+                               "held_out_train": pass_at_1(final, held_out, judge, 4, rl_seed)}  # fmt: skip
         save()
         print(key, json.dumps(record["runs"][key]), flush=True)
     return 0

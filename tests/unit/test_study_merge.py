@@ -3,6 +3,7 @@ where, what is refused, and the report read from the merge."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from kernelzero.study.merge import merge, seed_arm_folder
 from kernelzero.study.report import collect
+from kernelzero.study.weights import pack
 from support import eval_summary as _summary
 
 
@@ -85,3 +87,34 @@ def test_an_arm_starts_from_a_copy_of_its_seeds_sft_once_evaluated(tmp_path):
     assert (dest / "corpus" / "done.json").is_file() and not dest.with_name(dest.name + ".partial").exists()
     with pytest.raises(ValueError, match="seed 1's evaluation after SFT is not done"):
         seed_arm_folder(main, tmp_path / "x", 1)
+
+
+_BENCH = Path(__file__).parents[2] / "bench"
+_SPEC = importlib.util.spec_from_file_location("study_parallel", _BENCH / "study_parallel.py")
+study_parallel = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(study_parallel)
+
+
+def test_the_queue_runner_splits_a_merged_pack_back_into_one_folder_per_run(tmp_path):
+    """A fresh machine: the merged pack (no weights) becomes each run's folder, so each study resumes from its own
+    records (and trains again what needed weights)."""
+    runs = tmp_path / "runs"
+    merge([_folder(runs, "main", 0, 0.1, 0.3, "aaaa"), _folder(runs, "correctness_only", 0, 0.1, 0.2, "aaaa")],
+          tmp_path / "merged")  # fmt: skip
+    pack(tmp_path / "merged", tmp_path / "study.tgz")
+    root = tmp_path / "fresh"
+    study_parallel.split_pack(tmp_path / "study.tgz", root, [("main", 0), ("correctness_only", 0)])
+    main, other = root / "main-s0" / "seed-0", root / "correctness_only-s0" / "seed-0"
+    assert sorted(p.name for p in main.iterdir()) == ["eval-sft", "main", "sft"]
+    assert sorted(p.name for p in other.iterdir()) == ["correctness_only", "eval-sft", "sft"]
+    assert (root / "correctness_only-s0" / "corpus" / "done.json").is_file()
+    assert not list(root.rglob("*.safetensors"))
+
+
+def test_the_queue_runner_refuses_a_malformed_run_and_an_arm_without_its_seeds_main(tmp_path):
+    with pytest.raises(SystemExit, match="ARM:SEED"):
+        study_parallel.parse_runs(["main-0"])
+    with pytest.raises(SystemExit, match="named twice"):
+        study_parallel.parse_runs(["main:0", "main:0"])
+    with pytest.raises(SystemExit, match="needs main:1"):
+        study_parallel.main(["--root", str(tmp_path), "--runs", "always_speed:1", "--out", str(tmp_path / "o")])
