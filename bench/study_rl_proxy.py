@@ -127,7 +127,12 @@ def main(argv: list[str] | None = None) -> int:
         record["after_sft"] = {"test": pass_at_1(sft_final, test, judge, 4, args.seed),
                                "held_out_train": pass_at_1(sft_final, held_out, judge, 4, args.seed)}  # fmt: skip
         save()
-    print("after SFT:", record["after_sft"], flush=True)
+    for rs in args.rl_seeds or []:  # the same SFT weights sampled with each RL seed: the spread sampling alone gives
+        by_seed = record.setdefault("after_sft_by_seed", {})
+        if str(rs) not in by_seed:
+            by_seed[str(rs)] = {"test": pass_at_1(sft_final, test, judge, 4, rs)}
+            save()
+    print("after SFT:", record["after_sft"], record.get("after_sft_by_seed", ""), flush=True)
 
     from kernelzero.rewards.config import GateConfig
     from kernelzero.trainers.coder import coder_prompt, run_coder_phase
