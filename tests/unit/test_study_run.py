@@ -315,3 +315,17 @@ def test_the_coder_pass_rate_on_the_same_tasks_compares_each_tasks_first_and_las
     assert same == {"0": {"tasks": 2, "first": pytest.approx(0.375), "last": pytest.approx(0.875)},
                     "1": {"tasks": 1, "first": 0.5, "last": 0.5}}  # fmt: skip
     assert coder_same_tasks(tmp_path / "nothing") == {}
+
+
+def test_the_shipped_gpu_config_loads_and_can_start_from_the_committed_corpus():
+    """A typo in configs/study_h200.yaml would cost a device call to find: it loads into a valid StudyConfig, and its
+    corpus fields match the committed GPU-judged corpus, so `--corpus-from` takes it instead of judging again."""
+    from kernelzero.loop.config import merge, read_config_file
+    from kernelzero.study.weights import corpus_source
+
+    root = Path(__file__).parents[2]
+    cfg = merge(StudyConfig(), read_config_file(root / "configs" / "study_h200.yaml"))
+    assert cfg.models.shape.hidden_size == 128 and cfg.coder_batch % cfg.rl_generations == 0
+    with corpus_source(root / "bench" / "results" / "study_h100_d1bb4a6.tgz") as (theirs, corpus):
+        assert corpus_mismatch(theirs, cfg) == []
+        assert (corpus / "corpus.jsonl").is_file()
