@@ -20,7 +20,8 @@ from kernelzero.study.weights import unpack
 from kernelzero.tasks import read_corpus
 
 SRC = str(Path(__file__).parents[2] / "src")
-STAGES = ["corpus", "models", "sft-coder", "sft-proposer", "eval-sft", "loop-tasks", "loop-main", "eval-round-1"]
+STAGES = ["corpus", "models", "sft-coder", "sft-proposer", "eval-sft", "proposer-eval-sft", "loop-tasks", "loop-main",
+          "eval-round-1", "proposer-eval-round-1"]
 
 
 def study(out: Path, cache: Path, *args: str, code: int = 0) -> subprocess.CompletedProcess:
@@ -88,6 +89,16 @@ def test_every_stage_writes_its_outputs_and_the_summary_has_pass_at_1(smoke):
     # the loop: one finished round of `kernelzero train`, from the cold-started models
     state = json.loads((out / "seed-0" / "main" / "run" / "state.json").read_text())
     assert state["finished"] and state["completed"] == ["r0.proposer", "r0.tasks", "r0.coder", "r0.frontier"]
+    # the Proposer's evaluation: one task per fixed API set, each validated, after SFT and after the round
+    sets = (out / "corpus" / "api_sets.txt").read_text().splitlines()[:2]
+    for ev in (out / "seed-0" / "proposer-eval-sft", out / "seed-0" / "main" / "proposer-eval-round-1"):
+        rows = jsonl(ev / "proposals.jsonl")
+        assert [json.dumps(r["apis"]) for r in rows] == sets and all("reason" in r["validation"] for r in rows)
+        peval = json.loads((ev / "summary.json").read_text())
+        assert peval["sets"] == 2 and sum(peval["reasons"].values()) == 2
+        assert peval["valid_share"] == sum(r["validation"]["reason"] is None for r in rows) / 2
+    assert run["proposer"]["sft"] == json.loads((out / "seed-0" / "proposer-eval-sft" / "summary.json").read_text())[
+        "valid_share"] and [r["round"] for r in run["proposer"]["rounds"]] == [1]
     units = jsonl(out / "seed-0" / "main" / "run" / "units.jsonl")  # each unit's wall time, in the order it ran
     assert [u["unit"] for u in units] == state["completed"] and all(u["seconds"] >= 0 for u in units)
     assert sum(u["seconds"] for u in units) > 0
@@ -124,7 +135,8 @@ def test_a_second_invocation_resumes_and_another_arm_reuses_the_cold_start(smoke
     study(out, root / "cache", "--arm", "frozen_proposer")
     third = invocations(out)[2]
     actions = {r["stage"]: r["action"] for r in third}
-    assert actions == {**dict.fromkeys(STAGES[:6], "skipped"), "loop-frozen_proposer": "ran", "eval-round-1": "ran"}
+    # a frozen Proposer is not evaluated again: it is the one evaluated after SFT
+    assert actions == {**dict.fromkeys(STAGES[:7], "skipped"), "loop-frozen_proposer": "ran", "eval-round-1": "ran"}
     run = out / "seed-0" / "frozen_proposer" / "run"
     config = json.loads((run / "config.json").read_text())
     assert config["loop"]["train_proposer"] is False

@@ -62,6 +62,10 @@ class StudyConfig:
     of test samples failing on a NameError (a new composition's function named as a memorised one)."""
     test_tasks: int = 64
     """Test-pair tasks of the evaluation (the study's minimum is 64)."""
+    proposer_eval_sets: int = 64
+    """The Proposer's evaluation: one task for each of this many fixed training API sets (`corpus/api_sets.txt`'s
+    first), validated, after SFT and after each round. Its training batches draw other API sets at each step, whose
+    difficulty moves their valid share more than the model does; fixed sets do not."""
     models: StudyModelConfig = field(default_factory=StudyModelConfig)
     """Tokenizer and decoder sizes."""
     prompts: str = "brief"
@@ -135,7 +139,7 @@ class StudyConfig:
         if self.rl_warmup_steps < 0:
             raise ValueError(f"StudyConfig.rl_warmup_steps must be >= 0, got {self.rl_warmup_steps!r}")
         for name in ("rounds", "train_tasks", "loop_tasks", "test_tasks", "eval_samples", "sft_patience",
-                     "rl_iterations"):
+                     "rl_iterations", "proposer_eval_sets"):
             if getattr(self, name) < 1:
                 raise ValueError(f"StudyConfig.{name} must be >= 1, got {getattr(self, name)!r}")
 
@@ -171,7 +175,8 @@ def corpus_mismatch(theirs: dict, config: StudyConfig) -> list[str]:
 def smoke_config(rounds: int = 1) -> StudyConfig:
     """Every stage at toy size on CPU (Triton interpreter, tiny model, a handful of tasks): a few minutes on 2 cores."""
     return StudyConfig(smoke=True, device="cpu", family=FamilyConfig(rows=(64, 64), cols=(64, 64)), train_tasks=4,
-                       proposer_tasks=4, loop_tasks=4, test_tasks=2, models=smoke_models(), val_fraction=0.25,
+                       proposer_tasks=4, loop_tasks=4, test_tasks=2, proposer_eval_sets=2, models=smoke_models(),
+                       val_fraction=0.25,
                        sft_lr=3e-3, sft_batch=2, sft_max_steps=4, sft_eval_every=2, sft_patience=2, eval_samples=4,
                        eval_batch=8, max_new_tokens=24, rounds=rounds, coder_steps=1, coder_batch=4, proposer_steps=1,
                        proposer_batch=4, rl_generations=2,

@@ -15,9 +15,9 @@ from pathlib import Path
 from kernelzero.study.run import LOOP_TASKS, STAGES_LOG
 from kernelzero.study.weights import WEIGHT_FOLDERS, WEIGHT_PREFIX
 
-SEED_SHARED = ("models", "sft", "eval-sft")
-"""A seed's folders every arm of that seed starts from: its initial models, both roles' SFT, the evaluation after
-SFT."""
+SEED_SHARED = ("models", "sft", "eval-sft", "proposer-eval-sft")
+"""A seed's folders every arm of that seed starts from: its initial models, both roles' SFT, and both roles'
+evaluations after SFT."""
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 
@@ -44,7 +44,8 @@ def seed_arm_folder(main: Path, dest: Path, seed: int) -> None:
         shutil.copy2(main / LOOP_TASKS, tmp / LOOP_TASKS)
     checkpoints = shutil.ignore_patterns(f"{WEIGHT_PREFIX}*")
     for name in SEED_SHARED:
-        shutil.copytree(seed_dir / name, tmp / seed_dir.name / name, ignore=checkpoints)
+        if (seed_dir / name).is_dir():  # the Proposer's evaluation may not be done yet: the arm then runs its own
+            shutil.copytree(seed_dir / name, tmp / seed_dir.name / name, ignore=checkpoints)
     tmp.rename(dest)  # whole or not at all: a copy cut short is not taken for a started arm
 
 
@@ -99,9 +100,9 @@ def merge(folders: Sequence[str | Path], out: str | Path) -> list[str]:
                 elif not dest.exists():
                     shutil.copytree(part, dest, ignore=_weightless)
                     taken.append(f"{rel} <- {folder}")
-                elif part.name == "eval-sft" and _weights_of(part) not in (None, _weights_of(dest)):
-                    aside = out / seed_dir.name / "retired" / f"eval-sft-{folder.name}"
-                    shutil.copytree(part, aside / "eval-sft", ignore=_weightless)
+                elif part.name.endswith("eval-sft") and _weights_of(part) not in (None, _weights_of(dest)):
+                    aside = out / seed_dir.name / "retired" / f"{part.name}-{folder.name}"
+                    shutil.copytree(part, aside / part.name, ignore=_weightless)
                     taken.append(f"{rel} <- {folder}, other weights: set aside as {aside.relative_to(out)}")
     (out / STAGES_LOG).write_text("".join(stages), encoding="utf-8")
     return taken

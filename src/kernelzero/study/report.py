@@ -73,6 +73,19 @@ def coder_same_tasks(run_dir: Path) -> dict[str, dict[str, float | int]]:
                      "last": sum(b for _, b in ps) / len(ps)} for r, ps in sorted(pairs.items())}  # fmt: skip
 
 
+def proposer_figures(seed_dir: Path, arm_dir: Path) -> dict[str, Any]:
+    """The Proposer's valid share on the study's fixed API sets (`Study.evaluate_proposer`): after SFT, and after
+    each round its Proposer trained (none for a frozen one)."""
+    sft = _read(seed_dir / "proposer-eval-sft" / "summary.json")
+    rounds = []
+    for ev in sorted(arm_dir.glob("proposer-eval-round-*"), key=lambda p: int(p.name.rsplit("-", 1)[1])):
+        summary = _read(ev / "summary.json")
+        if summary is not None:
+            rounds.append({"round": int(ev.name.rsplit("-", 1)[1]), "valid_share": summary["valid_share"]})
+    return {"sft": None if sft is None else sft["valid_share"], "sets": None if sft is None else sft["sets"],
+            "rounds": rounds}  # fmt: skip
+
+
 def collect(out: Path) -> dict[str, Any]:
     """Every (arm, seed) run under `out` with its evaluations, and each arm's mean and spread."""
     runs: dict[str, Any] = {}
@@ -98,7 +111,8 @@ def collect(out: Path) -> dict[str, Any]:
             same = None if start is None or evaluated is None else start == evaluated
             runs[f"{arm_dir.name}/seed-{m.group(1)}"] = {
                 "arm": arm_dir.name, "seed": int(m.group(1)), "sft": sft, "rounds": rounds, "same_start": same,
-                "coder_same_tasks": coder_same_tasks(arm_dir / "run")}  # fmt: skip
+                "coder_same_tasks": coder_same_tasks(arm_dir / "run"),
+                "proposer": proposer_figures(seed_dir, arm_dir)}  # fmt: skip
     arms: dict[str, Any] = {}
     for run in runs.values():
         arms.setdefault(run["arm"], []).append(run)
@@ -148,12 +162,24 @@ def render(summary: dict[str, Any], figures: list[str]) -> str:
                      f"{_fmt(row['gain_pass@1'])} | {'yes' if row['gain_exceeds_spread'] else 'no'} | "
                      f"{_fmt(row['final_fast_1'])} | {_vs(row['vs_main'])} |")  # fmt: skip
     n = _rounds(summary)
-    heads = " | ".join(f"round {r}" for r in range(1, n + 1))
-    lines += ["", "## Runs", "", f"| run | after SFT | {heads} |", "|---|---|" + "---|" * n]
+    heads = "".join(f" round {r} |" for r in range(1, n + 1))
+    lines += ["", "## Runs", "", f"| run | after SFT |{heads}", "|---|---|" + "---|" * n]
     for name, run in summary["runs"].items():
-        cells = [f"{100 * r['pass@1']:.1f}%" for r in run["rounds"]]
+        cells = [f"{100 * r['pass@1']:.1f}%" for r in run["rounds"]] + ["n/a"] * (n - len(run["rounds"]))
         sft = f"{100 * run['sft']['pass@1']:.1f}%" if run["sft"] else "n/a"
-        lines.append(f"| {name} | {sft} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name} | {sft} |" + "".join(f" {c} |" for c in cells))
+    sets = next((run["proposer"]["sets"] for run in summary["runs"].values() if run.get("proposer", {}).get("sets")),
+                None)  # fmt: skip
+    if sets:
+        lines += ["", f"## The Proposer's valid share on {sets} fixed training API sets", "",
+                  "One task per set at the evaluation's temperature, each through the task validator "
+                  "(`seed-S/proposer-eval-sft`, `seed-S/ARM/proposer-eval-round-R`; a frozen Proposer is its SFT's).",
+                  "", f"| run | after SFT |{heads}", "|---|---|" + "---|" * n]  # fmt: skip
+        for name, run in summary["runs"].items():
+            p = run["proposer"]
+            cells = [f"{100 * r['valid_share']:.1f}%" for r in p["rounds"]] + ["n/a"] * (n - len(p["rounds"]))
+            sft = "n/a" if p["sft"] is None else f"{100 * p['sft']:.1f}%"
+            lines.append(f"| {name} | {sft} |" + "".join(f" {c} |" for c in cells))
     lines += ["", "## The Coder's training pass rate on the same tasks", "",
               "Per round, over the tasks its Coder phase drew at two or more steps: the mean pass rate at each task's "
               "first step and at its last (a step's own rate moves with the tasks it drew).", "",

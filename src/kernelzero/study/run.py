@@ -15,6 +15,8 @@ brought from another machine without its weights, `kernelzero study --pack`, res
     seed-S/models/ tokenizer and both roles' initial weights
     seed-S/sft/ROLE/  pairs.jsonl (the SFT data, split train/val), checkpoints, final/ (the best by validation loss)
     seed-S/eval-sft/  verdicts.jsonl and summary.json of the cold-started Coder on the test tasks
+    seed-S/proposer-eval-sft/  proposals.jsonl and summary.json: the cold-started Proposer's valid share on fixed
+                      training API sets; seed-S/ARM/proposer-eval-round-R/ the same after round R
     seed-S/ARM/run/   a `kernelzero train` run directory; seed-S/ARM/eval-round-R/ the Coder after round R;
                       seed-S/ARM/start.json the digests of the SFT weights the arm started from
     seed-S/retired/   evaluations and runs set aside because their weights were gone (`study.weights`)
@@ -28,9 +30,11 @@ import json
 import os
 import random
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from kernelzero.curriculum.proposals import proposed_task_name, read_api_sets
 from kernelzero.curriculum.validate import ValidationConfig, Validator
 from kernelzero.eval.evaluate import run_eval
 from kernelzero.eval.report import write_report
@@ -41,6 +45,8 @@ from kernelzero.judge.verdict import Verdict
 from kernelzero.loop.coevolve import CoEvolution
 from kernelzero.loop.config import LoopConfig, RunConfig
 from kernelzero.rewards.config import GateConfig
+from kernelzero.roles.parsing import ParsedCode
+from kernelzero.roles.proposer import parse_proposer_completion, proposer_messages
 from kernelzero.study import family
 from kernelzero.study.config import ARMS, StudyConfig, pin_config
 from kernelzero.study.corpus import BACKEND, build_corpus, check_corpus
@@ -52,6 +58,8 @@ from kernelzero.tasks import read_corpus, write_corpus
 from kernelzero.trainers.config import CoderPhaseConfig, ProposerPhaseConfig
 
 STAGES_LOG = "stages.jsonl"
+PROPOSER_EVAL_SFT = "proposer-eval-sft"
+"""The stage and folder (`seed-S/proposer-eval-sft`) of the Proposer's evaluation after SFT."""
 LOOP_TASKS = "loop_tasks.jsonl"
 """The Coder phases' training-pair tasks (`StudyConfig.loop_tasks`), shared by every seed and arm."""
 
@@ -124,6 +132,10 @@ class Study:
             coder_sft = self.seed_dir / "sft" / "coder" / "final"
             eval_sft = self.seed_dir / "eval-sft"
             self.stage("eval-sft", eval_sft / "summary.json", lambda: self.evaluate(coder_sft, eval_sft))
+            proposer_sft = self.seed_dir / "sft" / "proposer" / "final"
+            peval_sft = self.seed_dir / PROPOSER_EVAL_SFT
+            self.stage(PROPOSER_EVAL_SFT, peval_sft / "summary.json",
+                       lambda: self.evaluate_proposer(proposer_sft, peval_sft))  # fmt: skip
             loop_tasks = self.out / LOOP_TASKS
             self.stage("loop-tasks", loop_tasks, lambda: self.write_loop_tasks(loop_tasks))
             run_dir = self.arm_dir / "run"
@@ -133,6 +145,11 @@ class Study:
                 model = run_dir / "checkpoints" / f"round-{r - 1}" / "coder" / "final"
                 ev = self.arm_dir / f"eval-round-{r}"
                 self.stage(f"eval-round-{r}", ev / "summary.json", lambda model=model, ev=ev: self.evaluate(model, ev))
+                if ARMS[self.arm].train_proposer:  # a frozen Proposer is the one evaluated after SFT
+                    model = run_dir / "checkpoints" / f"round-{r - 1}" / "proposer" / "final"
+                    ev = self.arm_dir / f"proposer-eval-round-{r}"
+                    self.stage(f"proposer-eval-round-{r}", ev / "summary.json",
+                               lambda model=model, ev=ev: self.evaluate_proposer(model, ev))  # fmt: skip
         except KeyboardInterrupt:
             self.close_judge(kill=True)  # else closing the pool waits out its running judgings
             raise
@@ -217,10 +234,12 @@ class Study:
         self.say(f"  sft {role}: weights {record['weights']}, before {before}: reproduced {reproduced}")
         carried.unlink()
         eval_sft = self.seed_dir / "eval-sft"
-        if role == "coder" and not reproduced and eval_sft.exists():  # done or part-way: it saw other weights
-            dest = retire(eval_sft, self.seed_dir, f"it evaluated weights {before}; the Coder's are now "
+        if role == "proposer":
+            eval_sft = self.seed_dir / PROPOSER_EVAL_SFT
+        if not reproduced and eval_sft.exists():  # done or part-way: it saw other weights
+            dest = retire(eval_sft, self.seed_dir, f"it evaluated weights {before}; the {role}'s are now "
                           f"{record['weights']}")  # fmt: skip
-            self.say(f"  eval-sft evaluated other weights: moved to {dest.relative_to(self.out)}")
+            self.say(f"  {eval_sft.name} evaluated other weights: moved to {dest.relative_to(self.out)}")
 
     def _retire_lost_run(self, run_dir: Path) -> None:
         """Set aside this arm's run and evaluations when the run cannot go on without weights that are gone."""
@@ -252,6 +271,44 @@ class Study:
         row = summary["rows"][-1]
         self.say(f"  {out.name}: pass@1 {row['pass']['1']:.3f} over {row['tasks']} test tasks ({seconds:.0f} s, "
                  f"{policy.seconds:.0f} s of it generating)")  # fmt: skip
+
+    def evaluate_proposer(self, model: Path, out: Path) -> None:
+        """The Proposer's valid share on fixed training API sets (`StudyConfig.proposer_eval_sets`, the first of
+        `corpus/api_sets.txt`): one task for each at the evaluation's temperature, each validated in the sandbox on
+        its own (the loop's within-batch duplicate rule guards its pool, not what a task is worth here)."""
+        cfg = self.config
+        if weights_digest(model) is None:  # the folder came without this round's weights
+            self.say(f"  {out.name}: no weights in {model}: not evaluated")
+            return
+        sets = read_api_sets(self.out / "corpus" / "api_sets.txt")[: cfg.proposer_eval_sets]
+        policy = _TimedPolicy(load_policy(str(model), device=_torch_device(cfg.device), batch_size=cfg.eval_batch))
+        start = time.monotonic()
+        sampling = SamplingConfig(temperature=cfg.eval_temperature, max_new_tokens=cfg.max_new_tokens,
+                                  seed=self.seed)  # fmt: skip
+        chats = [proposer_messages(list(apis), brief=cfg.prompts == "brief") for apis in sets]
+        rows, to_check = [], []
+        for apis, comps in zip(sets, policy.generate(chats, 1, sampling), strict=True):
+            parsed = parse_proposer_completion(comps[0].text)
+            rows.append({"apis": list(apis), "completion": comps[0].text})
+            if isinstance(parsed, ParsedCode):
+                rows[-1]["source"] = parsed.code
+                to_check.append((proposed_task_name(parsed.code), parsed.code, tuple(apis)))
+            else:
+                rows[-1]["validation"] = {"reason": "parse", "detail": parsed.reason}
+        validator = Validator(ValidationConfig(device=cfg.device, workers=cfg.judge_workers))
+        results = iter(validator.validate_many(to_check, within_batch=False))
+        for row in rows:
+            if "source" in row:
+                row["validation"] = next(results).to_dict()
+        reasons = Counter(row["validation"]["reason"] or "valid" for row in rows)
+        seconds = time.monotonic() - start
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "proposals.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        summary = {"valid_share": reasons["valid"] / len(rows), "sets": len(rows), "reasons": dict(reasons),
+                   "meta": {"model": str(model), "arm": self.arm, "seed": self.seed, "weights": weights_digest(model),
+                            "seconds": round(seconds, 1), "generate_s": round(policy.seconds, 1)}}  # fmt: skip
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")  # the stage's mark
+        self.say(f"  {out.name}: {reasons['valid']}/{len(rows)} valid tasks ({dict(reasons)}; {seconds:.0f} s)")
 
     def run_config(self, corpus: Path) -> RunConfig:
         """The `kernelzero train` config of this arm: the cold-started models, the family's training API sets, the
@@ -361,4 +418,4 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-__all__ = ["STAGES_LOG", "Study"]
+__all__ = ["PROPOSER_EVAL_SFT", "STAGES_LOG", "Study"]
