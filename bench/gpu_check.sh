@@ -12,8 +12,9 @@
 # weights comes back as $OUT/study.tgz: carry it as .study/study.tgz with KZ_STUDY_FROM=.study/study.tgz to resume
 # on a fresh machine, where the weights are trained again)
 # study_many (KZ_STUDY_RUNS="main:0 main:1 main:2 correctness_only:0 ...", a queue (KZ_STUDY_PARALLEL: at once), each in
-# KZ_STUDY_DIR/ARM-sSEED; bench/study_parallel.py; merged report and $OUT/study.tgz; KZ_STUDY_FROM: a merged pack to
-# split on a fresh machine); on 2+ GPUs: coder2
+# KZ_STUDY_DIR/ARM-sSEED; bench/study_parallel.py; $OUT/study.tgz (the merged folder), $OUT/weights.tgz.00, .01, ...
+# (the weights the runs still need) and $OUT/study-logs.tgz; on a fresh machine KZ_STUDY_FROM=.study/study.tgz, with
+# the weights parts beside it, resumes every run where it stopped); on 2+ GPUs: coder2
 # multi_gpu.
 set -uo pipefail
 OUT="${OUT:-/tmp/kz-out}"; mkdir -p "$OUT"

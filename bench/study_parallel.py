@@ -27,11 +27,16 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
 from kernelzero.study.config import ARMS
 from kernelzero.study.run import PROPOSER_EVAL_SFT
+
+WEIGHTS = "weights.tgz"
+"""The weights the runs still need (`study.weights.needed_weights`), written beside study.tgz in parts WEIGHTS.00,
+.01, ... of at most 15 MiB (what a lent GPU machine returns); carried back with it, a fresh machine resumes exactly."""
 
 
 def parse_runs(items: list[str]) -> list[tuple[str, int]]:
@@ -168,10 +173,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def split_pack(pack_path: Path, root: Path, runs: list[tuple[str, int]]) -> None:
-    """Unpack a merged pack (without weights) into one folder per run: the stages whose weights are gone then run
+    """Unpack a merged pack into one folder per run, then the weights packed beside it (`WEIGHTS`: parts `.00`,
+    `.01`, ...) where there are: each study then resumes where it stopped; a stage whose weights did not come runs
     again (`study.weights`)."""
     from kernelzero.study.merge import SEED_SHARED
-    from kernelzero.study.weights import unpack
+    from kernelzero.study.weights import unpack, unpack_weights
 
     src = root.with_name(root.name + ".pack")
     shutil.rmtree(src, ignore_errors=True)
@@ -186,12 +192,21 @@ def split_pack(pack_path: Path, root: Path, runs: list[tuple[str, int]]) -> None
             if (src / f"seed-{seed}" / part).is_dir():
                 shutil.copytree(src / f"seed-{seed}" / part, dest / f"seed-{seed}" / part)
     print(f"split {pack_path} into {len(runs)} run folder(s) under {root}")
+    first = pack_path.with_name(WEIGHTS + ".00")
+    if first.is_file():
+        unpacked = unpack_weights(first, root)
+        for arm, seed in runs:  # an arm's SFT travels once, in its seed's main folder
+            for sft in folder(root, "main", seed).glob(f"seed-{seed}/sft/*/final"):
+                dest = folder(root, arm, seed) / sft.relative_to(folder(root, "main", seed))
+                if arm != "main" and not dest.exists():
+                    shutil.copytree(sft, dest)
+        print(f"weights from {first.name}: {', '.join(unpacked)}")
 
 
 def report(root: Path, folders: list[Path], out: Path) -> int:
     from kernelzero.study.merge import merge
     from kernelzero.study.report import write_study_report
-    from kernelzero.study.weights import pack
+    from kernelzero.study.weights import needed_weights, pack, pack_weights
 
     if not folders:
         print("nothing to merge")
@@ -204,8 +219,22 @@ def report(root: Path, folders: list[Path], out: Path) -> int:
     smoke = json.loads((merged / "study_config.json").read_text(encoding="utf-8")).get("smoke", False)
     write_study_report(merged, smoke=smoke)
     size = pack(merged, out / "study.tgz")
-    print(f"packed {merged} to {out / 'study.tgz'} ({size} bytes)\n")
+    print(f"packed {merged} to {out / 'study.tgz'} ({size} bytes)")
+    items = []  # what each run still needs to go on; a seed's SFT once, from its main folder
+    for f in folders:
+        main = f.name.startswith("main-") or not (root / f"main-s{f.name.rsplit('-s', 1)[1]}").is_dir()
+        items += [(f / rel, f"{f.name}/{rel}") for rel in needed_weights(f) if main or rel.parts[1] != "sft"]
+    parts = pack_weights(items, out / WEIGHTS)
+    print(f"weights still needed: {len(items)} folder(s) in {len(parts)} part(s) of at most 15 MiB: "
+          f"{', '.join(p.name for p in parts) or '-'}\n")
     print((merged / "report.md").read_text(encoding="utf-8"))
+    logs = sorted(out.glob("study-*.log"))  # one file for them all: a lent machine returns at most 8 files
+    if logs:
+        with tarfile.open(out / "study-logs.tgz", "w:gz") as tar:
+            for log in logs:
+                tar.add(log, arcname=log.name)
+        for log in logs:
+            log.unlink()
     return 0
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from kernelzero.study.merge import merge, seed_arm_folder
 from kernelzero.study.report import collect
-from kernelzero.study.weights import pack
+from kernelzero.study.weights import needed_weights, pack_weights, unpack_weights
 from support import eval_summary as _summary
 
 
@@ -96,19 +96,55 @@ _SPEC.loader.exec_module(study_parallel)
 
 
 def test_the_queue_runner_splits_a_merged_pack_back_into_one_folder_per_run(tmp_path):
-    """A fresh machine: the merged pack (no weights) becomes each run's folder, so each study resumes from its own
-    records (and trains again what needed weights)."""
+    """A fresh machine: the merged pack becomes each run's folder and the weights packed beside it go back in (the
+    seed's SFT once, from its main run, copied to the arm), so each study resumes where it stopped."""
     runs = tmp_path / "runs"
-    merge([_folder(runs, "main", 0, 0.1, 0.3, "aaaa"), _folder(runs, "correctness_only", 0, 0.1, 0.2, "aaaa")],
-          tmp_path / "merged")  # fmt: skip
-    pack(tmp_path / "merged", tmp_path / "study.tgz")
+    folders = [_folder(runs, "main", 0, 0.1, 0.3, "aaaa"), _folder(runs, "correctness_only", 0, 0.1, 0.2, "aaaa")]
+    for f in folders:  # round 0's weights, the Coder's evaluated after round 1, the Proposer's not
+        for role in ("coder", "proposer"):
+            final = f / "seed-0" / f.name.split("-s")[0] / "run" / "checkpoints" / "round-0" / role / "final"
+            final.mkdir(parents=True)
+            (final / "model.safetensors").write_bytes(role.encode() * 100)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "study-main-s0.log").write_text("log\n")
+    assert study_parallel.report(runs, folders, out) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["study-logs.tgz", "study.tgz", "weights.tgz.00"]
     root = tmp_path / "fresh"
-    study_parallel.split_pack(tmp_path / "study.tgz", root, [("main", 0), ("correctness_only", 0)])
+    study_parallel.split_pack(out / "study.tgz", root, [("main", 0), ("correctness_only", 0)])
     main, other = root / "main-s0" / "seed-0", root / "correctness_only-s0" / "seed-0"
     assert sorted(p.name for p in main.iterdir()) == ["eval-sft", "main", "sft"]
     assert sorted(p.name for p in other.iterdir()) == ["correctness_only", "eval-sft", "sft"]
     assert (root / "correctness_only-s0" / "corpus" / "done.json").is_file()
-    assert not list(root.rglob("*.safetensors"))
+    for seed_dir, arm in ((main, "main"), (other, "correctness_only")):
+        assert (seed_dir / "sft" / "coder" / "final" / "model.safetensors").read_bytes() == b"w" * 64
+        round0 = seed_dir / arm / "run" / "checkpoints" / "round-0"
+        assert (round0 / "proposer" / "final" / "model.safetensors").read_bytes() == b"proposer" * 100
+        assert not (round0 / "coder" / "final").exists()  # evaluated after round 1: no longer needed
+    assert not list(root.rglob("checkpoint-*"))
+
+
+def test_only_the_weights_a_study_still_needs_travel_and_they_come_back_whole(tmp_path):
+    d = _folder(tmp_path, "main", 0, 0.1, 0.3, "aaaa")
+    run = d / "seed-0" / "main" / "run" / "checkpoints"
+    for r in (0, 1):
+        for role in ("coder", "proposer"):
+            (run / f"round-{r}" / role / "final").mkdir(parents=True)
+            (run / f"round-{r}" / role / "final" / "model.safetensors").write_bytes(bytes(range(256)) * (r + 1))
+    # round 0: both roles evaluated (the fixture's eval-round-1, and this), so its weights stay; round 1: pending
+    _summary(d / "seed-0" / "main" / "proposer-eval-round-1", 0.5)
+    assert [str(p) for p in needed_weights(d)] == [
+        "seed-0/sft/coder/final", "seed-0/sft/proposer/final", "seed-0/main/run/checkpoints/round-1/coder/final",
+        "seed-0/main/run/checkpoints/round-1/proposer/final"]
+    items = [(d / rel, f"x/{rel}") for rel in needed_weights(d)]
+    parts = pack_weights(items, tmp_path / "w.tgz", part_bytes=200)
+    assert len(parts) > 1 and all(p.stat().st_size <= 200 for p in parts)
+    assert pack_weights([], tmp_path / "w.tgz") == [] and not list(tmp_path.glob("w.tgz.*"))  # old parts gone
+    parts = pack_weights(items, tmp_path / "w.tgz", part_bytes=200)
+    unpack_weights(parts[0], tmp_path / "back")
+    for rel in needed_weights(d):
+        assert (tmp_path / "back" / "x" / rel / "model.safetensors").read_bytes() == (
+            d / rel / "model.safetensors").read_bytes()
 
 
 def test_the_queue_runner_refuses_a_malformed_run_and_an_arm_without_its_seeds_main(tmp_path):

@@ -23,7 +23,7 @@ import shutil
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -65,6 +65,63 @@ def pack(out: str | Path, dest: str | Path) -> int:
             tar.add(path, arcname=path.name, filter=_weightless)
     tmp.replace(dest)
     return dest.stat().st_size
+
+
+def needed_weights(out: str | Path) -> list[Path]:
+    """The weight folders study folder `out` still needs to go on, small enough to travel with it for the study's
+    small models (about 4 MB a role): each seed's SFT `final/` of both roles (arms not yet run start from them), and
+    each loop round's `final/` whose evaluation after that round is not done (a run part-way resumes from its last
+    round's; an unevaluated round needs its own). Trainer checkpoints (optimizer state, three times the weights) never:
+    a phase cut part-way runs again from its start. Relative to `out`."""
+    out = Path(out)
+    found = [p for p in sorted(out.glob("seed-*/sft/*/final")) if weights_digest(p)]
+    for final in sorted(out.glob("seed-*/*/run/checkpoints/round-*/*/final")):
+        arm_dir, r, role = final.parents[4], int(final.parents[1].name.rsplit("-", 1)[1]), final.parent.name
+        done = arm_dir / (f"eval-round-{r + 1}" if role == "coder" else f"proposer-eval-round-{r + 1}") / "summary.json"
+        if not done.is_file() and weights_digest(final):
+            found.append(final)
+    return [p.relative_to(out) for p in found]
+
+
+WEIGHT_PART_BYTES = 15 * 2**20
+"""A weights pack is written in parts of at most this size: a lent GPU machine returns files of up to 16 MiB."""
+
+
+def pack_weights(items: Sequence[tuple[Path, str]], dest: str | Path,
+                 part_bytes: int = WEIGHT_PART_BYTES) -> list[Path]:  # fmt: skip
+    """Folders of weights (`(folder, name in the archive)`, e.g. from `needed_weights`) as one .tar.gz cut into parts
+    `dest.00`, `dest.01`, ... of at most `part_bytes` (earlier parts at `dest` removed); [] for no items.
+    `unpack_weights` joins them."""
+    dest = Path(dest)
+    for old in dest.parent.glob(dest.name + ".[0-9][0-9]"):
+        old.unlink()
+    if not items:
+        return []
+    tmp = dest.with_name(dest.name + ".partial")
+    with tarfile.open(tmp, "w:gz") as tar:
+        for folder, name in items:
+            tar.add(folder, arcname=name)
+    parts = []
+    with tmp.open("rb") as f:
+        while chunk := f.read(part_bytes):
+            parts.append(dest.with_name(f"{dest.name}.{len(parts):02d}"))
+            parts[-1].write_bytes(chunk)
+    tmp.unlink()
+    return parts
+
+
+def unpack_weights(first_part: str | Path, root: str | Path) -> list[str]:
+    """Join `first_part` (`X.00`) and the parts after it and unpack them into `root`; the folders unpacked."""
+    first = Path(first_part)
+    parts = sorted(first.parent.glob(first.name[:-2] + "[0-9][0-9]"))
+    with tempfile.TemporaryFile() as joined:
+        for part in parts:
+            joined.write(part.read_bytes())
+        joined.seek(0)
+        with tarfile.open(fileobj=joined, mode="r:gz") as tar:
+            names = sorted({str(Path(m.name).parent) for m in tar.getmembers() if m.isfile()})
+            tar.extractall(root, filter="data")
+    return names
 
 
 def unpack(archive: str | Path, out: str | Path) -> None:
@@ -117,4 +174,5 @@ def run_needs_lost_weights(run_dir: Path, evals_missing: list[int]) -> bool:
     return any(weights_digest(p) is None for p in needed)
 
 
-__all__ = ["pack", "corpus_source", "retire", "run_needs_lost_weights", "unpack", "weights_digest"]
+__all__ = ["pack", "pack_weights", "corpus_source", "needed_weights", "retire", "run_needs_lost_weights", "unpack",
+           "unpack_weights", "weights_digest"]
