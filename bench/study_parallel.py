@@ -5,7 +5,9 @@ processes write one file; an arm other than `main` waits for its seed's main run
 and starts from a copy of that seed's SFT (`study.merge.seed_arm_folder`), so both are measured against one
 evaluation after SFT. At --limit seconds every run still going gets SIGINT (each stage resumes: rerun the same
 command on the same machine). At the end the folders are merged (`study.merge.merge`) into ROOT/merged, whose report
-is the study's, and packed without weights to OUT/study.tgz.
+is the study's, packed without weights to OUT/study.tgz; beside it go the weights the runs still need (WEIGHTS parts)
+and their logs (study-logs.tgz). On a fresh machine, --from-pack OUT/study.tgz (its weights parts beside it) splits
+both back into the run folders under the same --root, and every run resumes where it stopped.
 
 --parallel above 1 runs several at once on the one GPU. Measured on an H100 80 GB (2026-12-06, configs/study_h200.yaml,
 3 seeds at once): it does not pay. Each run's SFT took 120-167 s (59 s alone in the pilot) and its evaluation after
@@ -44,10 +46,10 @@ def parse_runs(items: list[str]) -> list[tuple[str, int]]:
     for item in items:
         arm, sep, seed = item.partition(":")
         if not sep or arm not in ARMS or not seed.isdigit():
-            raise SystemExit(f"study_parallel: --runs takes ARM:SEED with ARM one of {', '.join(ARMS)}, got {item!r}")
+            raise ValueError(f"--runs takes ARM:SEED with ARM one of {', '.join(ARMS)}, got {item!r}")
         runs.append((arm, int(seed)))
     if len(set(runs)) != len(runs):
-        raise SystemExit("study_parallel: a run is named twice in --runs")
+        raise ValueError("a run is named twice in --runs")
     return runs
 
 
@@ -123,13 +125,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from-pack", help="a fresh machine: unpack this merged pack and start each run's folder from it")
     ap.add_argument("study_args", nargs=argparse.REMAINDER, help="after --: arguments of every `kernelzero study`")
     args = ap.parse_args(argv)
-    runs_spec = parse_runs(args.runs)
+    try:
+        runs_spec = parse_runs(args.runs)
+    except ValueError as e:
+        ap.error(str(e))  # exit 2, before any study starts
+    if args.from_pack and not Path(args.from_pack).is_file():
+        ap.error(f"--from-pack {args.from_pack}: no such file")
     study_args = args.study_args[1:] if args.study_args[:1] == ["--"] else args.study_args
     root, out = Path(args.root).resolve(), Path(args.out).resolve()
     for arm, seed in runs_spec:
         if arm != "main" and ("main", seed) not in runs_spec and not folder(root, "main", seed).is_dir():
-            main_dir = folder(root, "main", seed)
-            raise SystemExit(f"study_parallel: {arm}:{seed} needs main:{seed} in --runs or {main_dir}")
+            ap.error(f"{arm}:{seed} needs main:{seed} in --runs or {folder(root, 'main', seed)}")
     out.mkdir(parents=True, exist_ok=True)
     if args.from_pack and not root.is_dir():
         split_pack(Path(args.from_pack), root, runs_spec)

@@ -147,10 +147,13 @@ def test_only_the_weights_a_study_still_needs_travel_and_they_come_back_whole(tm
             d / rel / "model.safetensors").read_bytes()
 
 
-def test_the_queue_runner_refuses_a_malformed_run_and_an_arm_without_its_seeds_main(tmp_path):
-    with pytest.raises(SystemExit, match="ARM:SEED"):
+def test_the_queue_runner_refuses_a_malformed_run_and_an_arm_without_its_seeds_main(tmp_path, capsys):
+    with pytest.raises(ValueError, match="ARM:SEED"):
         study_parallel.parse_runs(["main-0"])
-    with pytest.raises(SystemExit, match="named twice"):
+    with pytest.raises(ValueError, match="named twice"):
         study_parallel.parse_runs(["main:0", "main:0"])
-    with pytest.raises(SystemExit, match="needs main:1"):
-        study_parallel.main(["--root", str(tmp_path), "--runs", "always_speed:1", "--out", str(tmp_path / "o")])
+    for runs, message in ((["always_speed:1"], "needs main:1 in --runs"), (["main-1"], "takes ARM:SEED")):
+        with pytest.raises(SystemExit) as exit_:
+            study_parallel.main(["--root", str(tmp_path), "--runs", *runs, "--out", str(tmp_path / "o")])
+        assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()  # refused before anything was written
