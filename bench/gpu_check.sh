@@ -91,10 +91,12 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
               --solutions bench/kb_solutions --only-with-solutions --backend triton --workers 1 --out "$OUT/eval" ;;
   esac
 done
-# The device brings back at most 8 files, none deeper than $OUT/a/b/: past that, everything comes back as one pack
-# ($OUT/all.tgz; unpack it where the reply's files land).
+# The device brings back at most 8 files of at most 16 MiB, none deeper than $OUT/a/b/: past that, everything but the
+# study's weights parts (weights.tgz.NN, each under 16 MiB already; in one pack they could pass it) comes back as one
+# pack ($OUT/all.tgz; unpack it where the reply's files land).
 if [ "$(find "$OUT" -type f | wc -l)" -gt 8 ] || [ -n "$(find "$OUT" -mindepth 3 -type f -print -quit)" ]; then
   [ -n "${MEMLOG:-}" ] && kill "$MEMLOG" 2>/dev/null
-  tar czf /tmp/kz-all.tgz -C "$OUT" . && find "$OUT" -mindepth 1 -delete && mv /tmp/kz-all.tgz "$OUT/all.tgz" \
+  tar czf /tmp/kz-all.tgz -C "$OUT" --exclude='./weights.tgz.[0-9][0-9]' . \
+    && find "$OUT" -mindepth 1 ! -name 'weights.tgz.[0-9][0-9]' -delete && mv /tmp/kz-all.tgz "$OUT/all.tgz" \
     && echo "== $OUT packed into all.tgz (over 8 files, or deeper than 2 folders)"
 fi
