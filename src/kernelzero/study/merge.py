@@ -8,17 +8,17 @@ without weights, and its report is the study's table."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
 from kernelzero.study.run import LOOP_TASKS, STAGES_LOG
-from kernelzero.study.weights import WEIGHT_FOLDERS, WEIGHT_PREFIX
+from kernelzero.study.weights import WEIGHT_PREFIX, is_weights
 
 SEED_SHARED = ("models", "sft", "eval-sft", "proposer-eval-sft")
 """A seed's folders every arm of that seed starts from: its initial models, both roles' SFT, and both roles'
 evaluations after SFT."""
-_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 
 def _config(folder: Path) -> dict:
@@ -49,8 +49,9 @@ def seed_arm_folder(main: Path, dest: Path, seed: int) -> None:
     tmp.rename(dest)  # whole or not at all: a copy cut short is not taken for a started arm
 
 
-def _weightless(_dir: str, names: list[str]) -> set[str]:
-    return {n for n in names if n in WEIGHT_FOLDERS or n.startswith(WEIGHT_PREFIX) or n.endswith(_WEIGHT_SUFFIXES)}
+def _weightless(folder: str, names: list[str]) -> set[str]:
+    """`shutil.copytree`'s ignore: what a pack leaves out (`study.weights.is_weights`)."""
+    return {n for n in names if is_weights(n, os.path.isfile(os.path.join(folder, n)))}
 
 
 def _weights_of(eval_dir: Path) -> str | None:

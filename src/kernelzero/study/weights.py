@@ -47,11 +47,20 @@ def weights_digest(model_dir: str | Path) -> str | None:
     return h.hexdigest()[:16]
 
 
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+"""Files of weights (or optimizer state), wherever they lie, left out of a pack."""
+
+
+def is_weights(name: str, is_file: bool) -> bool:
+    """Whether a path component named `name` is weights a pack (and a merge, `study.merge`) leaves out: a weights
+    folder, a trainer checkpoint, or a file of weights."""
+    return (name in WEIGHT_FOLDERS or name.startswith(WEIGHT_PREFIX)
+            or (is_file and Path(name).suffix in WEIGHT_SUFFIXES))  # fmt: skip
+
+
 def _weightless(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    parts = Path(info.name).parts
-    if any(p in WEIGHT_FOLDERS or p.startswith(WEIGHT_PREFIX) for p in parts):
-        return None
-    return None if info.isfile() and Path(info.name).suffix in (".safetensors", ".bin", ".pt", ".pth") else info
+    *folders, name = Path(info.name).parts
+    return None if any(is_weights(p, False) for p in folders) or is_weights(name, info.isfile()) else info
 
 
 def pack(out: str | Path, dest: str | Path) -> int:
@@ -174,5 +183,5 @@ def run_needs_lost_weights(run_dir: Path, evals_missing: list[int]) -> bool:
     return any(weights_digest(p) is None for p in needed)
 
 
-__all__ = ["pack", "pack_weights", "corpus_source", "needed_weights", "retire", "run_needs_lost_weights", "unpack",
-           "unpack_weights", "weights_digest"]
+__all__ = ["corpus_source", "is_weights", "needed_weights", "pack", "pack_weights", "retire", "run_needs_lost_weights",
+           "unpack", "unpack_weights", "weights_digest"]
