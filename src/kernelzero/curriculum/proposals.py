@@ -121,9 +121,11 @@ def read_api_sets(path: str | os.PathLike) -> list[tuple[str, ...]]:
 
 
 def propose(policy, api_sets: Sequence[Sequence[str]], validator: Validator, *, sampling: SamplingConfig | None = None,
-            on_stage: Callable[[str], None] | None = None, brief: bool = False) -> list[Proposal]:  # fmt: skip
-    """One task per API set from `policy`, validated (concurrently; a near-copy of an earlier task of the batch is a
-    `duplicate`). Not yet measured or rewarded. `brief`: the Proposer's brief prompt (`roles.coder.PROMPTS`)."""
+            on_stage: Callable[[str], None] | None = None, brief: bool = False,
+            within_batch: bool = True) -> list[Proposal]:  # fmt: skip
+    """One task per API set from `policy`, validated (concurrently; with `within_batch`, a near-copy of an earlier
+    task of the batch is a `duplicate`). Not yet measured or rewarded. `brief`: the Proposer's brief prompt
+    (`roles.coder.PROMPTS`)."""
     say = on_stage or (lambda _msg: None)
     say(f"generating {len(api_sets)} tasks with {policy.name}")
     chats = [proposer_messages(list(s), brief=brief) for s in api_sets]
@@ -139,7 +141,7 @@ def propose(policy, api_sets: Sequence[Sequence[str]], validator: Validator, *, 
             name = proposed_task_name(comps[0].text)
             proposals.append(Proposal(name, apis, None, ValidationResult(name, "parse", parsed.reason, apis)))
     say(f"validating {len(to_check)} parsed tasks")
-    checked = iter(zip(to_check, validator.validate_many(to_check), strict=True))
+    checked = iter(zip(to_check, validator.validate_many(to_check, within_batch=within_batch), strict=True))
     out: list[Proposal] = []
     for p in proposals:
         if p is None:

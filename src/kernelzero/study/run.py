@@ -30,11 +30,10 @@ import json
 import os
 import random
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from kernelzero.curriculum.proposals import proposed_task_name, read_api_sets
+from kernelzero.curriculum.proposals import ProposeSummary, propose, read_api_sets
 from kernelzero.curriculum.validate import ValidationConfig, Validator
 from kernelzero.eval.evaluate import run_eval
 from kernelzero.eval.report import write_report
@@ -45,8 +44,6 @@ from kernelzero.judge.verdict import Verdict
 from kernelzero.loop.coevolve import CoEvolution
 from kernelzero.loop.config import LoopConfig, RunConfig
 from kernelzero.rewards.config import GateConfig
-from kernelzero.roles.parsing import ParsedCode
-from kernelzero.roles.proposer import parse_proposer_completion, proposer_messages
 from kernelzero.study import family
 from kernelzero.study.config import ARMS, StudyConfig, pin_config
 from kernelzero.study.corpus import BACKEND, build_corpus, check_corpus
@@ -274,8 +271,9 @@ class Study:
 
     def evaluate_proposer(self, model: Path, out: Path) -> None:
         """The Proposer's valid share on fixed training API sets (`StudyConfig.proposer_eval_sets`, the first of
-        `corpus/api_sets.txt`): one task for each at the evaluation's temperature, each validated in the sandbox on
-        its own (the loop's within-batch duplicate rule guards its pool, not what a task is worth here)."""
+        `corpus/api_sets.txt`): one task for each at the evaluation's temperature (`curriculum.proposals.propose`),
+        each validated in the sandbox on its own (the loop's within-batch duplicate rule guards its pool, not what a
+        task is worth here)."""
         cfg = self.config
         if weights_digest(model) is None:  # the folder came without this round's weights
             self.say(f"  {out.name}: no weights in {model}: not evaluated")
@@ -285,22 +283,11 @@ class Study:
         start = time.monotonic()
         sampling = SamplingConfig(temperature=cfg.eval_temperature, max_new_tokens=cfg.max_new_tokens,
                                   seed=self.seed)  # fmt: skip
-        chats = [proposer_messages(list(apis), brief=cfg.prompts == "brief") for apis in sets]
-        rows, to_check = [], []
-        for apis, comps in zip(sets, policy.generate(chats, 1, sampling), strict=True):
-            parsed = parse_proposer_completion(comps[0].text)
-            rows.append({"apis": list(apis), "completion": comps[0].text})
-            if isinstance(parsed, ParsedCode):
-                rows[-1]["source"] = parsed.code
-                to_check.append((proposed_task_name(parsed.code), parsed.code, tuple(apis)))
-            else:
-                rows[-1]["validation"] = {"reason": "parse", "detail": parsed.reason}
         validator = Validator(ValidationConfig(device=cfg.device, workers=cfg.judge_workers))
-        results = iter(validator.validate_many(to_check, within_batch=False))
-        for row in rows:
-            if "source" in row:
-                row["validation"] = next(results).to_dict()
-        reasons = Counter(row["validation"]["reason"] or "valid" for row in rows)
+        proposals = propose(policy, sets, validator, sampling=sampling, brief=cfg.prompts == "brief",
+                            within_batch=False)  # fmt: skip
+        rows = [p.to_dict() for p in proposals]
+        reasons = ProposeSummary(proposals).counts
         seconds = time.monotonic() - start
         out.mkdir(parents=True, exist_ok=True)
         (out / "proposals.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
