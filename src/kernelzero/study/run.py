@@ -248,23 +248,31 @@ class Study:
         self.say(f"stage loop-{self.arm}: its weights are gone (the folder came without them): moved to "
                  f"{dest.relative_to(self.out)}, the arm runs again from its start")  # fmt: skip
 
+    def _eval_policy(self, model: Path) -> tuple[_TimedPolicy, SamplingConfig]:
+        """Both evaluations' policy (its generating timed) and sampling: the evaluation's temperature, this seed."""
+        cfg = self.config
+        policy = _TimedPolicy(load_policy(str(model), device=_torch_device(cfg.device), batch_size=cfg.eval_batch))
+        return policy, SamplingConfig(temperature=cfg.eval_temperature, max_new_tokens=cfg.max_new_tokens,
+                                      seed=self.seed)  # fmt: skip
+
+    def _eval_meta(self, model: Path, seconds: float, policy: _TimedPolicy) -> dict:
+        """What an evaluation's summary says of itself: the weights it judged and where its time went."""
+        return {"model": str(model), "arm": self.arm, "seed": self.seed, "weights": weights_digest(model),
+                "seconds": round(seconds, 1), "generate_s": round(policy.seconds, 1)}
+
     def evaluate(self, model: Path, out: Path) -> None:
         """pass@1 and fast_1 of a Coder on the test tasks: `run_eval` (resumes from `out`) and the eval report."""
         cfg = self.config
         tasks = read_corpus(self.out / "corpus" / "test_tasks.jsonl")
-        policy = _TimedPolicy(load_policy(str(model), device=_torch_device(cfg.device), batch_size=cfg.eval_batch))
+        policy, sampling = self._eval_policy(model)
         start = time.monotonic()
-        sampling = SamplingConfig(temperature=cfg.eval_temperature, max_new_tokens=cfg.max_new_tokens,
-                                  seed=self.seed)  # fmt: skip
         pool = self.judge()
         # every pending task's samples in one generate and one judging batch, each verdict written as it comes
         records = run_eval(tasks, policy, backend=BACKEND, judge_fn=pool.judge, out_dir=out,
                            samples=cfg.eval_samples, sampling=sampling, judge_many=pool.imap,
                            brief=cfg.prompts == "brief")  # fmt: skip
         seconds = time.monotonic() - start
-        meta = {"model": str(model), "arm": self.arm, "seed": self.seed, "weights": weights_digest(model),
-                "seconds": round(seconds, 1), "generate_s": round(policy.seconds, 1)}  # fmt: skip
-        summary = write_report(out, records, [1], meta, plots=False)
+        summary = write_report(out, records, [1], self._eval_meta(model, seconds, policy), plots=False)
         row = summary["rows"][-1]
         self.say(f"  {out.name}: pass@1 {row['pass']['1']:.3f} over {row['tasks']} test tasks ({seconds:.0f} s, "
                  f"{policy.seconds:.0f} s of it generating)")  # fmt: skip
@@ -279,10 +287,8 @@ class Study:
             self.say(f"  {out.name}: no weights in {model}: not evaluated")
             return
         sets = read_api_sets(self.out / "corpus" / "api_sets.txt")[: cfg.proposer_eval_sets]
-        policy = _TimedPolicy(load_policy(str(model), device=_torch_device(cfg.device), batch_size=cfg.eval_batch))
+        policy, sampling = self._eval_policy(model)
         start = time.monotonic()
-        sampling = SamplingConfig(temperature=cfg.eval_temperature, max_new_tokens=cfg.max_new_tokens,
-                                  seed=self.seed)  # fmt: skip
         validator = Validator(ValidationConfig(device=cfg.device, workers=cfg.judge_workers))
         proposals = propose(policy, sets, validator, sampling=sampling, brief=cfg.prompts == "brief",
                             within_batch=False)  # fmt: skip
@@ -292,8 +298,7 @@ class Study:
         out.mkdir(parents=True, exist_ok=True)
         (out / "proposals.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
         summary = {"valid_share": reasons["valid"] / len(rows), "sets": len(rows), "reasons": dict(reasons),
-                   "meta": {"model": str(model), "arm": self.arm, "seed": self.seed, "weights": weights_digest(model),
-                            "seconds": round(seconds, 1), "generate_s": round(policy.seconds, 1)}}  # fmt: skip
+                   "meta": self._eval_meta(model, seconds, policy)}  # fmt: skip
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")  # the stage's mark
         self.say(f"  {out.name}: {reasons['valid']}/{len(rows)} valid tasks ({dict(reasons)}; {seconds:.0f} s)")
 
