@@ -157,7 +157,7 @@ def test_the_prompt_style_reaches_every_chat_the_loop_sends():
             return [[Completion("no code", "stop") for _ in range(n)] for _ in prompts]
 
     class NoValidator:
-        def validate_many(self, items):
+        def validate_many(self, items, within_batch=True):  # `Validator.validate_many`'s signature
             return []
 
     for brief in (False, True):
