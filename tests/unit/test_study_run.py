@@ -17,7 +17,7 @@ from kernelzero.loop.config import RunConfig
 from kernelzero.rewards.cagrpo import gated_group_rewards
 from kernelzero.rewards.config import GateConfig
 from kernelzero.study.config import ARMS, StudyConfig, corpus_mismatch, pin_config, smoke_config
-from kernelzero.study.report import _running_mean, collect
+from kernelzero.study.report import _running_mean, collect, render
 from kernelzero.study.run import Study, _VerdictCache
 from kernelzero.study.sft import PlateauStop, split
 from kernelzero.tasks import Task
@@ -92,8 +92,24 @@ def test_report_takes_mean_and_spread_over_seeds(tmp_path):
     assert arm["seeds"] == [0, 1]
     assert arm["final_pass@1"]["mean"] == pytest.approx(0.45) and arm["final_pass@1"]["spread"] == pytest.approx(0.1)
     assert arm["gain_pass@1"]["mean"] == pytest.approx(0.2) and arm["gain_exceeds_spread"]
+    assert arm["gain_pass@1"]["spread"] == pytest.approx(0.2)
     assert arm["final_fast_1"]["mean"] == pytest.approx(0.225)
     assert arm["vs_main"] == {"diff": 0.0, "counts": False}
+
+
+def test_seeds_that_start_apart_and_gain_alike_pass_the_paired_rule_only(tmp_path):
+    """SFT starts 15 points apart, the seeds gaining 10 and 15 points: the spreads after SFT and after RL exceed the
+    mean gain (strict: no), the seeds' own gains differ by 5 points (paired: yes)."""
+    for seed, (sft, final) in enumerate([(0.05, 0.15), (0.20, 0.35)]):
+        d = tmp_path / f"seed-{seed}"
+        _summary(d / "eval-sft", sft)
+        (d / "main" / "run").mkdir(parents=True)
+        _summary(d / "main" / "eval-round-1", final)
+    out = collect(tmp_path)
+    arm = out["arms"]["main"]
+    assert arm["gain_pass@1"]["mean"] == pytest.approx(0.125) and arm["gain_pass@1"]["spread"] == pytest.approx(0.05)
+    assert not arm["gain_exceeds_spread"] and arm["gain_exceeds_gain_spread"]
+    assert "| main | 0,1 | 12.5% (spread 15.0) | 25.0% (spread 20.0) | 12.5% (spread 5.0) | no | yes |" in render({"smoke": False, **out}, [])
 
 
 def test_an_arm_is_measured_against_the_evaluation_of_the_weights_it_started_from(tmp_path):
@@ -124,6 +140,7 @@ def test_one_seed_never_counts_as_beating_the_spread(tmp_path):
         _summary(d / arm / "eval-round-1", final)
     arms = collect(tmp_path)["arms"]
     assert arms["main"]["gain_pass@1"]["mean"] == pytest.approx(0.5) and not arms["main"]["gain_exceeds_spread"]
+    assert not arms["main"]["gain_exceeds_gain_spread"]
     assert arms["frozen_proposer"]["vs_main"]["diff"] == pytest.approx(-0.4)
     assert not arms["frozen_proposer"]["vs_main"]["counts"]
 
