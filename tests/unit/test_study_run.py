@@ -240,6 +240,21 @@ def test_the_corpus_pool_is_untimed_and_the_next_stage_gets_a_timed_one(monkeypa
     assert study.run_config(tmp_path / "corpus").judge_slots == 8  # the loop's pool gets the same slots
 
 
+def test_a_field_added_since_a_study_began_keeps_it_resumable_at_its_default(tmp_path):
+    """A folder pinned before a field existed (its study_config.json lacks it) resumes under a config holding that
+    field at its default, and is refused, naming the field, when the config sets it otherwise."""
+    pin_config(tmp_path, StudyConfig(device="cpu"))
+    path = tmp_path / "study_config.json"
+    older = json.loads(path.read_text())
+    del older["proposer_eval_sets"]  # as a folder started before that field was written
+    path.write_text(json.dumps(older))
+    pin_config(tmp_path, StudyConfig(device="cpu"))  # the default: the same study
+    with pytest.raises(ValueError, match=r"other settings \(proposer_eval_sets\)"):
+        pin_config(tmp_path, StudyConfig(device="cpu", proposer_eval_sets=16))
+    with pytest.raises(ValueError, match=r"other settings \(rounds\)"):
+        pin_config(tmp_path, StudyConfig(device="cpu", rounds=5))
+
+
 def _finished_corpus(folder: Path, config: StudyConfig) -> None:
     pin_config(folder, config)
     (folder / "corpus").mkdir()

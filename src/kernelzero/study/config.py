@@ -152,6 +152,10 @@ def pin_config(out: str | Path, config: StudyConfig) -> None:
     mine = json.loads(json.dumps(asdict(config), default=str))
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
+        # a field added to StudyConfig after the folder was started is the same study while it keeps its default,
+        # which is what that study ran with: a new option never strands a study part-way
+        default = json.loads(json.dumps(asdict(StudyConfig()), default=str))
+        old = {**{k: default[k] for k in set(mine) - set(old) if k in default}, **old}
         diff = sorted(k for k in set(old) | set(mine) if old.get(k) != mine.get(k))
         if diff:
             raise ValueError(f"{out} holds a study with other settings ({', '.join(diff)}): use another --out, or "
