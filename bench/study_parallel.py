@@ -3,7 +3,8 @@
 Each ARM:SEED is its own `kernelzero study` process in its own folder under --root (`ROOT/ARM-sSEED`), so no two
 processes write one file; an arm other than `main` waits for its seed's main run to finish the evaluation after SFT
 and starts from a copy of that seed's SFT (`study.merge.seed_arm_folder`), so both are measured against one
-evaluation after SFT. At --limit seconds every run still going gets SIGINT (each stage resumes: rerun the same
+evaluation after SFT. A run whose folder already holds every result is not started again
+(`study.weights.run_finished`). At --limit seconds every run still going gets SIGINT (each stage resumes: rerun the same
 command on the same machine). At the end the folders are merged (`study.merge.merge`) into ROOT/merged, whose report
 is the study's, packed without weights to OUT/study.tgz; beside it go the weights the runs still need (WEIGHTS parts)
 and their logs (study-logs.tgz). On a fresh machine, --from-pack OUT/study.tgz (its weights parts beside it) splits
@@ -63,6 +64,7 @@ class Run:
         self.main = folder(root, "main", seed)
         self.log = out / f"study-{arm}-s{seed}.log"
         self.study_args, self.proc, self.started, self.rc = study_args, None, None, None
+        self.finished_before = False  # every result was in its folder when the queue began: never started
 
     @property
     def name(self) -> str:
@@ -141,7 +143,13 @@ def main(argv: list[str] | None = None) -> int:
         split_pack(Path(args.from_pack), root, runs_spec)
     root.mkdir(parents=True, exist_ok=True)
 
+    from kernelzero.study.weights import run_finished
+
     runs = [Run(arm, seed, root, out, study_args) for arm, seed in runs_spec]
+    for r in runs:  # a finished run costs a process start and, with its weights gone, an SFT trained again
+        r.finished_before = run_finished(r.dir, r.arm, ARMS[r.arm].train_proposer, r.seed)
+        if r.finished_before:
+            print(f"{r.name}: every result is in {r.dir}: not started", flush=True)
     deadline = time.monotonic() + args.limit
     interrupted = False
     while True:
@@ -160,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                     r.signal(signal.SIGKILL)
                 kill_at = float("inf")
         else:
-            waiting = [r for r in runs if r.proc is None]
+            waiting = [r for r in runs if r.proc is None and not r.finished_before]
             for r in waiting:
                 if len(live) < args.parallel and r.ready():
                     r.start()
@@ -173,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print("\n== runs")
     for r in runs:
-        state = "not started" if r.proc is None else f"rc={r.rc}"
+        state = "finished before" if r.finished_before else "not started" if r.proc is None else f"rc={r.rc}"
         print(f"{r.name:22s} {state:12s} ran: {'; '.join(stage_lines(r.dir)) or '-'}")
     return report(root, [r.dir for r in runs if r.dir.is_dir()], out)
 

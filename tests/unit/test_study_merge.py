@@ -11,7 +11,7 @@ import pytest
 
 from kernelzero.study.merge import merge, seed_arm_folder
 from kernelzero.study.report import collect
-from kernelzero.study.weights import needed_weights, pack_weights, unpack_weights
+from kernelzero.study.weights import needed_weights, pack_weights, run_finished, unpack_weights
 from support import eval_summary as _summary
 
 
@@ -21,7 +21,8 @@ def _folder(root: Path, arm: str, seed: int, sft: float, final: float, weights: 
     (d / "corpus").mkdir(parents=True)
     (d / "corpus" / "done.json").write_text("{}")
     (d / "study_config.json").write_text(json.dumps(config or {"rounds": 1}))
-    (d / "stages.jsonl").write_text(json.dumps({"arm": arm, "seed": seed, "stage": "x", "action": "ran"}) + "\n")
+    stage = {"arm": arm, "seed": seed, "stage": "x", "action": "ran", "seconds": 1.0}
+    (d / "stages.jsonl").write_text(json.dumps(stage) + "\n")
     s = d / f"seed-{seed}"
     _summary(s / "eval-sft", sft, weights=weights)
     for role in ("coder", "proposer"):
@@ -157,3 +158,31 @@ def test_the_queue_runner_refuses_a_malformed_run_and_an_arm_without_its_seeds_m
             study_parallel.main(["--root", str(tmp_path), "--runs", *runs, "--out", str(tmp_path / "o")])
         assert exit_.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "o").exists()  # refused before anything was written
+
+
+def _proposer_summary(path: Path, share: float) -> None:
+    """A Proposer evaluation's summary.json as `Study.evaluate_proposer` writes it."""
+    path.mkdir(parents=True)
+    valid = round(64 * share)
+    (path / "summary.json").write_text(json.dumps({"valid_share": valid / 64, "sets": 64,
+                                                   "reasons": {"valid": valid, "parse": 64 - valid}, "meta": {}}))
+
+
+def test_the_queue_never_starts_a_run_whose_results_are_all_in_its_folder(tmp_path, capsys):
+    """A finished run started again would cost a process start and, its SFT weights left behind, an SFT trained
+    again: the queue reads its folder and leaves it be. One result missing (a round's Proposer evaluation, where the
+    arm trains it) and it is not finished."""
+    d = _folder(tmp_path / "root", "main", 0, 0.1, 0.3, "aaaa")
+    seed = d / "seed-0"
+    _proposer_summary(seed / "proposer-eval-sft", 0.2)
+    (seed / "main" / "run" / "finished.json").write_text("{}")
+    assert run_finished(d, "main", False, 0)  # a frozen Proposer has no Proposer evaluation after a round
+    assert not run_finished(d, "main", True, 0)
+    _proposer_summary(seed / "main" / "proposer-eval-round-1", 0.25)
+    assert run_finished(d, "main", True, 0) and not run_finished(d, "main", True, 1)
+    out = tmp_path / "o"
+    assert study_parallel.main(["--root", str(tmp_path / "root"), "--runs", "main:0", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "main:0: every result is in" in printed and "finished before" in printed and "started main:0" not in printed
+    assert (out / "study.tgz").is_file()
+

@@ -183,5 +183,25 @@ def run_needs_lost_weights(run_dir: Path, evals_missing: list[int]) -> bool:
     return any(weights_digest(p) is None for p in needed)
 
 
-__all__ = ["corpus_source", "is_weights", "needed_weights", "pack", "pack_weights", "retire", "run_needs_lost_weights",
-           "unpack", "unpack_weights", "weights_digest"]
+def run_finished(out: str | Path, arm: str, train_proposer: bool, seed: int) -> bool:
+    """Whether study folder `out` holds every result of ARM at SEED: the evaluations after SFT, the loop, and each
+    round's evaluations (the Proposer's where the arm trains it). Nothing of such a run needs weights any more; started
+    again without them, its SFT would train again (`Study._sft_done`), so a queue does not start it at all."""
+    out = Path(out)
+    config = out / "study_config.json"
+    if not config.is_file():
+        return False
+    rounds = int(json.loads(config.read_text(encoding="utf-8"))["rounds"])
+    seed_dir = out / f"seed-{seed}"
+    arm_dir = seed_dir / arm
+    marks = [seed_dir / "eval-sft" / "summary.json", seed_dir / "proposer-eval-sft" / "summary.json",
+             arm_dir / "run" / "finished.json"]  # fmt: skip
+    for r in range(1, rounds + 1):
+        marks.append(arm_dir / f"eval-round-{r}" / "summary.json")
+        if train_proposer:
+            marks.append(arm_dir / f"proposer-eval-round-{r}" / "summary.json")
+    return all(m.is_file() for m in marks)
+
+
+__all__ = ["corpus_source", "is_weights", "needed_weights", "pack", "pack_weights", "retire", "run_finished",
+           "run_needs_lost_weights", "unpack", "unpack_weights", "weights_digest"]
