@@ -89,14 +89,16 @@ def test_every_stage_writes_its_outputs_and_the_summary_has_pass_at_1(smoke):
     # the loop: one finished round of `kernelzero train`, from the cold-started models
     state = json.loads((out / "seed-0" / "main" / "run" / "state.json").read_text())
     assert state["finished"] and state["completed"] == ["r0.proposer", "r0.tasks", "r0.coder", "r0.frontier"]
-    # the Proposer's evaluation: one task per fixed API set, each validated, after SFT and after the round
+    # the Proposer's evaluation: two tasks per fixed API set (the smoke's proposer_eval_samples), each validated,
+    # after SFT and after the round
     sets = (out / "corpus" / "api_sets.txt").read_text().splitlines()[:2]
     for ev in (out / "seed-0" / "proposer-eval-sft", out / "seed-0" / "main" / "proposer-eval-round-1"):
         rows = jsonl(ev / "proposals.jsonl")
-        assert [json.dumps(r["apis"]) for r in rows] == sets and all("reason" in r["validation"] for r in rows)
+        assert [json.dumps(r["apis"]) for r in rows] == [s for s in sets for _ in range(2)]
+        assert all("reason" in r["validation"] for r in rows)
         peval = json.loads((ev / "summary.json").read_text())
-        assert peval["sets"] == 2 and sum(peval["reasons"].values()) == 2
-        assert peval["valid_share"] == sum(r["validation"]["reason"] is None for r in rows) / 2
+        assert peval["sets"] == 2 and peval["samples_per_set"] == 2 and sum(peval["reasons"].values()) == 4
+        assert peval["valid_share"] == sum(r["validation"]["reason"] is None for r in rows) / 4
     assert run["proposer"]["sft"] == json.loads((out / "seed-0" / "proposer-eval-sft" / "summary.json").read_text())[
         "valid_share"] and [r["round"] for r in run["proposer"]["rounds"]] == [1]
     units = jsonl(out / "seed-0" / "main" / "run" / "units.jsonl")  # each unit's wall time, in the order it ran
@@ -107,6 +109,7 @@ def test_every_stage_writes_its_outputs_and_the_summary_has_pass_at_1(smoke):
     assert (config["coder"]["gate"]["alpha"], config["coder"]["gate"]["beta"]) == (0.5, 0.1)
     report = (out / "report.md").read_text()
     assert "SMOKE RUN" in report and "| main | 0 |" in report
+    assert "valid share on 2 fixed training API sets\n\n2 tasks per set" in report
     for png in ("pass_at_1.png", "training.png"):
         assert (out / "plots" / png).stat().st_size > 1000
     assert [row["stage"] for row in invocations(out)[0]] == STAGES

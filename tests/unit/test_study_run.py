@@ -361,3 +361,20 @@ def test_the_shipped_gpu_config_loads_and_can_start_from_the_committed_corpus():
     with corpus_source(root / "bench" / "results" / "study_h100_d1bb4a6.tgz") as (theirs, corpus):
         assert corpus_mismatch(theirs, cfg) == []
         assert (corpus / "corpus.jsonl").is_file()
+
+
+def test_the_shipped_gpu_config_still_resumes_the_study_under_way(tmp_path):
+    """Seeds 0 and 1 of the GPU study ran under configs/study_h200.yaml as committed then (the queue's pack): the
+    config as it is now must pin to the same study, or the next device session's resume is refused at its first
+    call. A new StudyConfig field passes only at the default that study ran with."""
+    import tarfile
+
+    from kernelzero.loop.config import merge, read_config_file
+
+    root = Path(__file__).parents[2]
+    with tarfile.open(root / "bench" / "results" / "study_h100_d991982_queue.tgz") as tar:
+        tar.extract("study_config.json", tmp_path, filter="data")
+    cfg = merge(StudyConfig(), read_config_file(root / "configs" / "study_h200.yaml"))
+    pin_config(tmp_path, cfg)  # raises ValueError, naming the fields, on any other setting
+    with pytest.raises(ValueError, match="proposer_eval_samples"):
+        pin_config(tmp_path, replace(cfg, proposer_eval_samples=4))

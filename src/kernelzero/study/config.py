@@ -66,6 +66,11 @@ class StudyConfig:
     """The Proposer's evaluation: one task for each of this many fixed training API sets (`corpus/api_sets.txt`'s
     first), validated, after SFT and after each round. Its training batches draw other API sets at each step, whose
     difficulty moves their valid share more than the model does; fixed sets do not."""
+    proposer_eval_samples: int = 1
+    """Tasks per fixed API set in the Proposer's evaluation (each sampled apart, all validated). One per set moves
+    9-25 points of valid share with the sampling seed alone (`bench/study_proposer_proxy.py`: 15.6-29.7% for one
+    Proposer over five seeds), more than the 8-9 points 8 Proposer batches gained there; 4 halve that noise. The default
+    is what studies ran with before this field existed (a folder pinned then resumes: `pin_config`)."""
     models: StudyModelConfig = field(default_factory=StudyModelConfig)
     """Tokenizer and decoder sizes."""
     prompts: str = "brief"
@@ -139,7 +144,7 @@ class StudyConfig:
         if self.rl_warmup_steps < 0:
             raise ValueError(f"StudyConfig.rl_warmup_steps must be >= 0, got {self.rl_warmup_steps!r}")
         for name in ("rounds", "train_tasks", "loop_tasks", "test_tasks", "eval_samples", "sft_patience",
-                     "rl_iterations", "proposer_eval_sets"):
+                     "rl_iterations", "proposer_eval_sets", "proposer_eval_samples"):
             if getattr(self, name) < 1:
                 raise ValueError(f"StudyConfig.{name} must be >= 1, got {getattr(self, name)!r}")
 
@@ -179,7 +184,8 @@ def corpus_mismatch(theirs: dict, config: StudyConfig) -> list[str]:
 def smoke_config(rounds: int = 1) -> StudyConfig:
     """Every stage at toy size on CPU (Triton interpreter, tiny model, a handful of tasks): a few minutes on 2 cores."""
     return StudyConfig(smoke=True, device="cpu", family=FamilyConfig(rows=(64, 64), cols=(64, 64)), train_tasks=4,
-                       proposer_tasks=4, loop_tasks=4, test_tasks=2, proposer_eval_sets=2, models=smoke_models(),
+                       proposer_tasks=4, loop_tasks=4, test_tasks=2, proposer_eval_sets=2, proposer_eval_samples=2,
+                       models=smoke_models(),
                        val_fraction=0.25,
                        sft_lr=3e-3, sft_batch=2, sft_max_steps=4, sft_eval_every=2, sft_patience=2, eval_samples=4,
                        eval_batch=8, max_new_tokens=24, rounds=rounds, coder_steps=1, coder_batch=4, proposer_steps=1,

@@ -84,6 +84,7 @@ def proposer_figures(seed_dir: Path, arm_dir: Path) -> dict[str, Any]:
         if summary is not None:
             rounds.append({"round": int(ev.name.rsplit("-", 1)[1]), "valid_share": summary["valid_share"]})
     return {"sft": None if sft is None else sft["valid_share"], "sets": None if sft is None else sft["sets"],
+            "samples_per_set": None if sft is None else sft.get("samples_per_set", 1),  # 1 before the field
             "rounds": rounds}  # fmt: skip
 
 
@@ -175,11 +176,11 @@ def render(summary: dict[str, Any], figures: list[str]) -> str:
         cells = [f"{100 * r['pass@1']:.1f}%" for r in run["rounds"]] + ["n/a"] * (n - len(run["rounds"]))
         sft = f"{100 * run['sft']['pass@1']:.1f}%" if run["sft"] else "n/a"
         lines.append(f"| {name} | {sft} |" + "".join(f" {c} |" for c in cells))
-    sets = next((run["proposer"]["sets"] for run in summary["runs"].values() if run.get("proposer", {}).get("sets")),
-                None)  # fmt: skip
-    if sets:
-        lines += ["", f"## The Proposer's valid share on {sets} fixed training API sets", "",
-                  "One task per set at the evaluation's temperature, each through the task validator "
+    first = next((run["proposer"] for run in summary["runs"].values() if run.get("proposer", {}).get("sets")), None)
+    if first:
+        per_set = "One task" if first["samples_per_set"] == 1 else f"{first['samples_per_set']} tasks"
+        lines += ["", f"## The Proposer's valid share on {first['sets']} fixed training API sets", "",
+                  f"{per_set} per set at the evaluation's temperature, each through the task validator "
                   "(`seed-S/proposer-eval-sft`, `seed-S/ARM/proposer-eval-round-R`; a frozen Proposer is its SFT's).",
                   "", f"| run | after SFT |{heads}", "|---|---|" + "---|" * n]  # fmt: skip
         for name, run in summary["runs"].items():

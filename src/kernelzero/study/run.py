@@ -279,9 +279,9 @@ class Study:
 
     def evaluate_proposer(self, model: Path, out: Path) -> None:
         """The Proposer's valid share on fixed training API sets (`StudyConfig.proposer_eval_sets`, the first of
-        `corpus/api_sets.txt`): one task for each at the evaluation's temperature (`curriculum.proposals.propose`),
-        each validated in the sandbox on its own (the loop's within-batch duplicate rule guards its pool, not what a
-        task is worth here)."""
+        `corpus/api_sets.txt`): `proposer_eval_samples` tasks for each at the evaluation's temperature
+        (`curriculum.proposals.propose`), each validated in the sandbox on its own (the loop's within-batch duplicate
+        rule guards its pool, not what a task is worth here)."""
         cfg = self.config
         if weights_digest(model) is None:  # the folder came without this round's weights
             self.say(f"  {out.name}: no weights in {model}: not evaluated")
@@ -290,14 +290,16 @@ class Study:
         policy, sampling = self._eval_policy(model)
         start = time.monotonic()
         validator = Validator(ValidationConfig(device=cfg.device, workers=cfg.judge_workers))
-        proposals = propose(policy, sets, validator, sampling=sampling, brief=cfg.prompts == "brief",
+        prompts = [s for s in sets for _ in range(cfg.proposer_eval_samples)]  # one generate call: each row its own draw
+        proposals = propose(policy, prompts, validator, sampling=sampling, brief=cfg.prompts == "brief",
                             within_batch=False)  # fmt: skip
         rows = [p.to_dict() for p in proposals]
         reasons = ProposeSummary(proposals).counts
         seconds = time.monotonic() - start
         out.mkdir(parents=True, exist_ok=True)
         (out / "proposals.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        summary = {"valid_share": reasons["valid"] / len(rows), "sets": len(rows), "reasons": dict(reasons),
+        summary = {"valid_share": reasons["valid"] / len(rows), "sets": len(sets),
+                   "samples_per_set": cfg.proposer_eval_samples, "reasons": dict(reasons),
                    "meta": self._eval_meta(model, seconds, policy)}  # fmt: skip
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")  # the stage's mark
         self.say(f"  {out.name}: {reasons['valid']}/{len(rows)} valid tasks ({dict(reasons)}; {seconds:.0f} s)")
