@@ -58,6 +58,12 @@ def folder(root: Path, arm: str, seed: int) -> Path:
     return root / f"{arm}-s{seed}"
 
 
+def arm_seed(run_dir: Path) -> tuple[str, int]:
+    """The arm and seed of a run folder named by `folder`."""
+    arm, _, seed = run_dir.name.rpartition("-s")
+    return arm, int(seed)
+
+
 class Run:
     def __init__(self, arm: str, seed: int, root: Path, out: Path, study_args: list[str]):
         self.arm, self.seed, self.dir = arm, seed, folder(root, arm, seed)
@@ -227,7 +233,7 @@ def report(root: Path, folders: list[Path], out: Path) -> int:
         return 1
     merged = root / "merged"
     shutil.rmtree(merged, ignore_errors=True)
-    folders.sort(key=lambda f: (not f.name.startswith("main-"), f.name))  # each seed's main first: its SFT is shared
+    folders.sort(key=lambda f: (arm_seed(f)[0] != "main", f.name))  # each seed's main first: its SFT is shared
     for line in merge(folders, merged):
         print("merged:", line)
     smoke = json.loads((merged / "study_config.json").read_text(encoding="utf-8")).get("smoke", False)
@@ -236,7 +242,8 @@ def report(root: Path, folders: list[Path], out: Path) -> int:
     print(f"packed {merged} to {out / 'study.tgz'} ({size} bytes)")
     items = []  # what each run still needs to go on; a seed's SFT once, from its main folder
     for f in folders:
-        main = f.name.startswith("main-") or not (root / f"main-s{f.name.rsplit('-s', 1)[1]}").is_dir()
+        arm, seed = arm_seed(f)
+        main = arm == "main" or not folder(root, "main", seed).is_dir()
         items += [(f / rel, f"{f.name}/{rel}") for rel in needed_weights(f) if main or rel.parts[1] != "sft"]
     parts = pack_weights(items, out / WEIGHTS)
     print(f"weights still needed: {len(items)} folder(s) in {len(parts)} part(s) of at most 15 MiB: "
