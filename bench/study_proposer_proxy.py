@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--coder-p", type=float, default=0.5, help="the stand-in Coder's success probability")
     ap.add_argument("--sft-max-steps", type=int, default=1500)
     ap.add_argument("--seed", type=int, default=0, help="the models' init, SFT, sampling and RL")
+    ap.add_argument("--rl-seeds", type=int, nargs="+", default=None,
+                    help="seeds of the RL phase, its API-set draw and its coin (default: --seed); the SFT is shared")
     ap.add_argument("--eval-seeds", type=int, nargs="+", default=None,
                     help="sampling seeds of every evaluation (default: --seed); several show how far sampling alone "
                     "moves a valid share of 64 tasks")  # fmt: skip
@@ -145,8 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     from kernelzero.trainers.config import ProposerPhaseConfig
     from kernelzero.trainers.proposer import run_proposer_phase
 
-    for lr, steps in [(lr, s) for lr in args.lr for s in args.steps]:
+    for lr, steps, rl_seed in [(lr, s, rs) for lr in args.lr for s in args.steps for rs in args.rl_seeds or [args.seed]]:
         key = f"lr={lr:g},mu={args.mu},steps={steps},batch={args.batch}"
+        key += f",seed={rl_seed}" if rl_seed != args.seed else ""
         if key in record["runs"]:
             if (out / f"rl-{key}" / "final").is_dir():  # evaluated with seeds added since
                 evaluate(out / f"rl-{key}" / "final", record["runs"][key].setdefault("after", {}))
@@ -161,16 +164,16 @@ def main(argv: list[str] | None = None) -> int:
                             "reward_mean": float(rec.final.nanmean())})  # fmt: skip
 
         # the loop's draw: each judged batch's prompts are batch / G API sets, each asked G times
-        draw = random.Random(args.seed)
+        draw = random.Random(rl_seed)
         n_sets = steps * args.batch // args.generations
         api_sets = [rl_sets[draw.randrange(len(rl_sets))] for _ in range(n_sets)]
         pc = ProposerPhaseConfig(model=str(sft_final), output_dir=str(phase), use_cpu=True, bf16=False,
-                                 log_completions=False, seed=args.seed, num_generations=args.generations,
+                                 log_completions=False, seed=rl_seed, num_generations=args.generations,
                                  max_completion_length=512, learning_rate=lr, max_steps=steps * args.mu,
                                  per_device_train_batch_size=args.batch,
                                  grpo_overrides={"num_iterations": args.mu, "warmup_steps": 2 * args.mu})  # fmt: skip
         t0 = time.monotonic()
-        run_proposer_phase(pc, api_sets, validator.validate, CoinCoder(args.coder_k, args.coder_p, args.seed),
+        run_proposer_phase(pc, api_sets, validator.validate, CoinCoder(args.coder_k, args.coder_p, rl_seed),
                            prompt_fn=lambda apis: proposer_messages(apis, brief=True), on_rewards=on_rewards,
                            resume=False)  # fmt: skip
         record["runs"][key] = {"batches": batches, "seconds": round(time.monotonic() - t0, 1), "after": {}}
