@@ -14,13 +14,13 @@ batches of 16 a round) flat on fixed API sets: 17.2% -> 20.3% -> 18.8% and 29.7%
 
 Writes OUT/proxy.json: the valid share (and the validator's reasons) on the study's 64 fixed evaluation API sets
 (`corpus/api_sets.txt`'s first; one task each at temperature 1, for each `--eval-seeds` sampling seed, with their mean
-and spread) after SFT and after RL for each setting, with each judged batch's valid share and mean reward. The RL phases draw their API sets from the rest of the file.
+and spread) after SFT and after RL for each setting, with each judged batch's valid share and mean reward. The RL
+phases draw their API sets from the rest of the file.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import shutil
 import sys
@@ -28,11 +28,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from kernelzero.generation.tiny import ModelShape
-from kernelzero.study import family
-from kernelzero.study.config import StudyConfig
-from kernelzero.study.models import StudyModelConfig, build_models, tokenizer_texts
-from kernelzero.study.weights import corpus_source
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from study_proxy_common import cold_start, copy_corpus, open_record, proxy_config  # noqa: E402
 
 EVAL_SETS = 64
 
@@ -93,40 +91,16 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.corpus).exists():
         ap.error(f"--corpus {args.corpus}: no such file or folder")
     out = Path(args.out)
-    corpus = out / "corpus"
-    if not corpus.is_dir():
-        with corpus_source(args.corpus) as (_, src):
-            shutil.copytree(src, corpus)
-    shape = ModelShape(hidden_size=128, intermediate_size=384, num_hidden_layers=4, num_attention_heads=4,
-                       num_key_value_heads=2, max_position_embeddings=2048)  # fmt: skip
-    cfg = StudyConfig(device="cpu", train_tasks=512, proposer_tasks=256, loop_tasks=512,
-                      models=StudyModelConfig(1024, shape), sft_lr=2e-3, sft_batch=8,
-                      sft_max_steps=args.sft_max_steps)  # fmt: skip
+    corpus = copy_corpus(args.corpus, out)
+    cfg = proxy_config(args.sft_max_steps)
     from kernelzero.curriculum.proposals import read_api_sets
     from kernelzero.curriculum.validate import ValidationConfig, Validator
 
     sets = read_api_sets(corpus / "api_sets.txt")
     eval_sets, rl_sets = sets[:EVAL_SETS], sets[EVAL_SETS:]
     validator = Validator(ValidationConfig(device="cpu", workers=2))
-    record_path = out / "proxy.json"
-    record = json.loads(record_path.read_text()) if record_path.is_file() else {"args": vars(args), "runs": {}}
-
-    def save() -> None:
-        record_path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-
-    from kernelzero.study.sft import sft_role
-
-    sft_final = out / "sft" / "final"
-    if not sft_final.is_dir():
-        rows = [json.loads(line) for line in (corpus / "corpus.jsonl").read_text().splitlines() if line.strip()]
-        train = family.train_tasks(cfg.train_tasks, config=cfg.family)
-        texts = tokenizer_texts(train, [r["solution"] for r in rows], brief=True)
-        models = build_models(out / "models", texts, cfg.models, seed=args.seed)
-        t0 = time.monotonic()
-        done = sft_role("proposer", corpus, models["proposer"], out / "sft", cfg, args.seed, print)
-        record["sft"] = {**{k: done[k] for k in ("steps", "stopped", "best_eval_loss")},
-                         "seconds": round(time.monotonic() - t0, 1)}  # fmt: skip
-        save()
+    record, save = open_record(out, vars(args))
+    sft_final = cold_start("proposer", corpus, out, cfg, args.seed, record, save)
     eval_seeds = args.eval_seeds or [args.seed]
 
     def evaluate(model: Path, into: dict) -> None:
@@ -147,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     from kernelzero.trainers.config import ProposerPhaseConfig
     from kernelzero.trainers.proposer import run_proposer_phase
 
-    for lr, steps, rl_seed in [(lr, s, rs) for lr in args.lr for s in args.steps for rs in args.rl_seeds or [args.seed]]:
+    settings = [(lr, s, rs) for lr in args.lr for s in args.steps for rs in args.rl_seeds or [args.seed]]
+    for lr, steps, rl_seed in settings:
         key = f"lr={lr:g},mu={args.mu},steps={steps},batch={args.batch}"
         key += f",seed={rl_seed}" if rl_seed != args.seed else ""
         if key in record["runs"]:

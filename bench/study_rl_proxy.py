@@ -25,12 +25,12 @@ import sys
 import time
 from pathlib import Path
 
-from kernelzero.generation.tiny import ModelShape
-from kernelzero.study import family
-from kernelzero.study.config import StudyConfig
-from kernelzero.study.models import StudyModelConfig, build_models, tokenizer_texts
-from kernelzero.study.weights import corpus_source
-from kernelzero.study.writer import write_solution
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from study_proxy_common import cold_start, copy_corpus, open_record, proxy_config  # noqa: E402
+
+from kernelzero.study import family  # noqa: E402
+from kernelzero.study.writer import write_solution  # noqa: E402
 
 
 def _norm(code: str | None) -> str:
@@ -93,35 +93,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="the RL phase's learning-rate schedule (TRL's default: linear decay to 0 over the phase)")
     args = ap.parse_args(argv)
     out = Path(args.out)
-    corpus = out / "corpus"
-    if not corpus.is_dir():
-        with corpus_source(args.corpus) as (_, src):
-            shutil.copytree(src, corpus)
-    shape = ModelShape(hidden_size=args.hidden, intermediate_size=3 * args.hidden, num_hidden_layers=args.layers,
-                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048)  # fmt: skip
-    cfg = StudyConfig(device="cpu", train_tasks=512, loop_tasks=512, models=StudyModelConfig(1024, shape),
-                      sft_lr=2e-3, sft_batch=8, sft_max_steps=args.sft_max_steps)  # fmt: skip
+    corpus = copy_corpus(args.corpus, out)
+    cfg = proxy_config(args.sft_max_steps, args.hidden, args.layers)
     train = family.train_tasks(cfg.train_tasks + cfg.loop_tasks, config=cfg.family)
     loop, test = train[cfg.train_tasks :], family.test_tasks(64, config=cfg.family)
     judge = ExactMatchJudge(train + test)
-    record_path = out / "proxy.json"
-    record = json.loads(record_path.read_text()) if record_path.is_file() else {"args": vars(args), "runs": {}}
-
-    def save() -> None:
-        record_path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-
-    from kernelzero.study.sft import sft_role
-
-    sft_final = out / "sft" / "final"
-    if not sft_final.is_dir():
-        rows = [json.loads(line) for line in (corpus / "corpus.jsonl").read_text().splitlines() if line.strip()]
-        texts = tokenizer_texts(train[: cfg.train_tasks], [r["solution"] for r in rows], brief=True)
-        models = build_models(out / "models", texts, cfg.models, seed=args.seed)
-        t0 = time.monotonic()
-        done = sft_role("coder", corpus, models["coder"], out / "sft", cfg, args.seed, print)
-        record["sft"] = {**{k: done[k] for k in ("steps", "stopped", "best_eval_loss")},
-                         "seconds": round(time.monotonic() - t0, 1)}  # fmt: skip
-        save()
+    record, save = open_record(out, vars(args))
+    sft_final = cold_start("coder", corpus, out, cfg, args.seed, record, save)
     held_out = loop[-64:]  # never drawn by the RL phases below (they take the first tasks of `loop`)
     if "after_sft" not in record:
         record["after_sft"] = {"test": pass_at_1(sft_final, test, judge, 4, args.seed),
