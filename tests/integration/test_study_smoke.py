@@ -110,6 +110,9 @@ def test_every_stage_writes_its_outputs_and_the_summary_has_pass_at_1(smoke):
     report = (out / "report.md").read_text()
     assert "SMOKE RUN" in report and "| main | 0 |" in report
     assert "valid share on 2 fixed training API sets\n\n2 tasks per set" in report
+    term = run["speed_term"]  # the trainer logged both shares at every Coder step: figures, not n/a
+    assert 0 <= term["speed_ranked"] <= term["gate_open"] <= 1
+    assert f"| main/seed-0 | {100 * term['gate_open']:.1f}% | {100 * term['speed_ranked']:.1f}% |" in report
     for png in ("pass_at_1.png", "training.png"):
         assert (out / "plots" / png).stat().st_size > 1000
     assert [row["stage"] for row in invocations(out)[0]] == STAGES

@@ -45,3 +45,35 @@ def test_gate_share_is_the_gates_decision_where_float32_would_disagree():
     gate_open = gate_open_per_group(raw, 10, 0.7)
     m = coder_step_metrics(raw, gate_reward_matrix(raw, 10, GateConfig(alpha=0.7)), gate_open, ["ok"] * 10, 0.1)
     assert bool(gate_open[0]) and m["coder/gate_open_share"] == 1.0
+
+
+def _group_advantages(gated: torch.Tensor, beta: float, group_size: int) -> torch.Tensor:
+    """TRL's advantages with scale_rewards="group": weighted sum [1, beta], then (r - group mean) / group std."""
+    r = (gated.nan_to_num(0.0) @ torch.tensor([1.0, beta])).view(-1, group_size)  # (B, G)
+    return ((r - r.mean(dim=1, keepdim=True)) / (r.std(dim=1, keepdim=True) + 1e-4)).flatten()
+
+
+def test_speed_ranked_share_counts_the_groups_where_speed_moves_an_advantage():
+    raw = torch.tensor(
+        [[1, 2.0], [1, 3.0], [0, 0.0], [0, 0.0]]  # open, two speeds: ranked
+        + [[1, 2.0], [1, 2.0], [1, 2.0], [0, 0.0]]  # open, one speed (identical completions): not ranked
+        + [[1, 2.0], [0, 0.0], [0, 0.0], [0, 0.0]]  # closed (1 of 4): not ranked
+        + [[1, 2.0], [1, NAN], [0, 0.0], [NAN, NAN]]  # open, one correct rollout untimed (term 0): ranked
+        + [[NAN, NAN]] * 4  # unscored: left out of the share
+    )  # (20, 2)
+    gate = GateConfig(alpha=0.5, beta=0.1)
+    gated = gate_reward_matrix(raw, 4, gate)
+    m = coder_step_metrics(raw, gated, gate_open_per_group(raw, 4, gate.alpha), ["ok"] * 20, gate.beta)
+    assert m["coder/speed_ranked_share"] == pytest.approx(2 / 4)
+    # What the share claims: outside the ranked groups the speed term leaves every advantage as beta 0 gives it.
+    moved = (_group_advantages(gated, 0.1, 4) - _group_advantages(gated, 0.0, 4)).abs().view(5, 4).amax(dim=1)
+    assert [bool(x > 1e-3) for x in moved] == [True, False, False, True, False]
+    # beta 0 (a correctness-only reward): the term carries no weight, so no group is ranked
+    m0 = coder_step_metrics(raw, gated, gate_open_per_group(raw, 4, gate.alpha), ["ok"] * 20, 0.0)
+    assert m0["coder/speed_ranked_share"] == 0.0
+
+
+def test_speed_ranked_share_is_nan_without_a_scored_group():
+    raw = torch.tensor([[NAN, NAN]] * 4)
+    m = coder_step_metrics(raw, raw, gate_open_per_group(raw, 4, 0.5), ["infra_error"] * 4, 0.1)
+    assert math.isnan(m["coder/speed_ranked_share"])

@@ -109,7 +109,8 @@ def test_seeds_that_start_apart_and_gain_alike_pass_the_paired_rule_only(tmp_pat
     arm = out["arms"]["main"]
     assert arm["gain_pass@1"]["mean"] == pytest.approx(0.125) and arm["gain_pass@1"]["spread"] == pytest.approx(0.05)
     assert not arm["gain_exceeds_spread"] and arm["gain_exceeds_gain_spread"]
-    assert "| main | 0,1 | 12.5% (spread 15.0) | 25.0% (spread 20.0) | 12.5% (spread 5.0) | no | yes |" in render({"smoke": False, **out}, [])
+    row = "| main | 0,1 | 12.5% (spread 15.0) | 25.0% (spread 20.0) | 12.5% (spread 5.0) | no | yes |"
+    assert row in render({"smoke": False, **out}, [])
 
 
 def test_an_arm_is_measured_against_the_evaluation_of_the_weights_it_started_from(tmp_path):
@@ -372,9 +373,26 @@ def test_the_shipped_gpu_config_still_resumes_the_study_under_way(tmp_path):
     from kernelzero.loop.config import merge, read_config_file
 
     root = Path(__file__).parents[2]
-    with tarfile.open(root / "bench" / "results" / "study_h100_d991982_queue.tgz") as tar:
+    with tarfile.open(root / "bench" / "results" / "study_h100_f9025fb_queue.tgz") as tar:
         tar.extract("study_config.json", tmp_path, filter="data")
     cfg = merge(StudyConfig(), read_config_file(root / "configs" / "study_h200.yaml"))
     pin_config(tmp_path, cfg)  # raises ValueError, naming the fields, on any other setting
     with pytest.raises(ValueError, match="proposer_eval_samples"):
         pin_config(tmp_path, replace(cfg, proposer_eval_samples=4))
+
+
+def test_the_speed_term_figures_are_the_trainers_logged_shares(tmp_path):
+    """The report's 'where the speed term could act': means over the Coder's logged steps, a NaN step left out;
+    a run from before the metric has none (n/a in the report), never a 0 that would read as a measurement."""
+    from kernelzero.study.report import render, speed_term
+
+    steps = [(0.5, 0.25), (1.0, 0.0), (float("nan"), float("nan"))]  # (gate open, speed-ranked) per Coder step
+    rows = [{"key": [0, "coder", i, 0], "phase": "coder", "coder/gate_open_share": g, "coder/speed_ranked_share": r}
+            for i, (g, r) in enumerate(steps)] + [{"key": [0, "proposer", 0, 0], "proposer/valid_share": 0.5}]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert speed_term(tmp_path) == {"gate_open": pytest.approx(0.75), "speed_ranked": pytest.approx(0.125)}
+    assert speed_term(tmp_path / "before") == {"gate_open": None, "speed_ranked": None}
+    runs = {"main/seed-0": {"sft": None, "rounds": [], "proposer": {}, "speed_term": speed_term(tmp_path)},
+            "main/seed-1": {"sft": None, "rounds": [], "proposer": {}, "speed_term": speed_term(tmp_path / "x")}}
+    text = render({"smoke": False, "runs": runs, "arms": {}}, [])
+    assert "| main/seed-0 | 75.0% | 12.5% |" in text and "| main/seed-1 | n/a | n/a |" in text

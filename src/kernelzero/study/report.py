@@ -74,6 +74,18 @@ def coder_same_tasks(run_dir: Path) -> dict[str, dict[str, float | int]]:
                      "last": sum(b for _, b in ps) / len(ps)} for r, ps in sorted(pairs.items())}  # fmt: skip
 
 
+def speed_term(run_dir: Path) -> dict[str, float | None]:
+    """Where CA-GRPO's speed term could act, as the trainer logged it: the mean over Coder steps of the share of
+    groups whose gate opened and of the share whose correct rollouts the speed term told apart, the only groups in
+    which speed moves an advantage under per-group scaling (`trainers.coder.speed_ranked_share`). None where the run
+    logged no such figure (runs before it: bench/study_speed_term.py recomputes it from their verdicts)."""
+    figures = {}
+    for name, key in (("gate_open", "coder/gate_open_share"), ("speed_ranked", "coder/speed_ranked_share")):
+        ys = [y for y in _metric_series(run_dir, key) if y == y]  # NaN: a step with no scored group
+        figures[name] = sum(ys) / len(ys) if ys else None
+    return figures
+
+
 def proposer_figures(seed_dir: Path, arm_dir: Path) -> dict[str, Any]:
     """The Proposer's valid share on the study's fixed API sets (`Study.evaluate_proposer`): after SFT, and after
     each round its Proposer trained (none for a frozen one)."""
@@ -114,6 +126,7 @@ def collect(out: Path) -> dict[str, Any]:
             runs[f"{arm_dir.name}/seed-{m.group(1)}"] = {
                 "arm": arm_dir.name, "seed": int(m.group(1)), "sft": sft, "rounds": rounds, "same_start": same,
                 "coder_same_tasks": coder_same_tasks(arm_dir / "run"),
+                "speed_term": speed_term(arm_dir / "run"),
                 "proposer": proposer_figures(seed_dir, arm_dir)}  # fmt: skip
     arms: dict[str, Any] = {}
     for run in runs.values():
@@ -195,6 +208,16 @@ def render(summary: dict[str, Any], figures: list[str]) -> str:
     for name, run in summary["runs"].items():
         for r, x in run.get("coder_same_tasks", {}).items():
             lines.append(f"| {name} | {r} | {x['tasks']} | {100 * x['first']:.1f}% | {100 * x['last']:.1f}% |")
+    lines += ["", "## Where the speed term could act", "",
+              "Mean over the Coder's steps: the share of GRPO groups whose gate opened, and the share in which the "
+              "speed term told two correct rollouts apart. Only the latter moves an advantage (rewards are scaled per "
+              "group, and a speed term shared by every correct rollout of a group divides out): where it stays near "
+              "0, the arms that differ only in the speed term train alike.", "",
+              "| run | gate open | speed-ranked |", "|---|---|---|"]  # fmt: skip
+    for name, run in summary["runs"].items():
+        t = run.get("speed_term") or {}
+        cells = ["n/a" if t.get(k) is None else f"{100 * t[k]:.1f}%" for k in ("gate_open", "speed_ranked")]
+        lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
     other = [name for name, run in summary["runs"].items() if run.get("same_start") is False]
     if other:
         lines += ["", f"Left out of the arms table: {', '.join(other)} started from other SFT weights than the "

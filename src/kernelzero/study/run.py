@@ -290,7 +290,8 @@ class Study:
         policy, sampling = self._eval_policy(model)
         start = time.monotonic()
         validator = Validator(ValidationConfig(device=cfg.device, workers=cfg.judge_workers))
-        prompts = [s for s in sets for _ in range(cfg.proposer_eval_samples)]  # one generate call: each row its own draw
+        # one generate call: each row its own draw
+        prompts = [s for s in sets for _ in range(cfg.proposer_eval_samples)]
         proposals = propose(policy, prompts, validator, sampling=sampling, brief=cfg.prompts == "brief",
                             within_batch=False)  # fmt: skip
         rows = [p.to_dict() for p in proposals]
