@@ -14,7 +14,9 @@
 # study_many (KZ_STUDY_RUNS="main:0 main:1 main:2 correctness_only:0 ...", a queue (KZ_STUDY_PARALLEL: at once), each in
 # KZ_STUDY_DIR/ARM-sSEED; bench/study_parallel.py; $OUT/study.tgz (the merged folder), $OUT/weights.tgz.00, .01, ...
 # (the weights the runs still need) and $OUT/study-logs.tgz; on a fresh machine KZ_STUDY_FROM=.study/study.tgz, with
-# the weights parts beside it, resumes every run where it stopped); on 2+ GPUs: coder2
+# the weights parts beside it, resumes every run where it stopped; a second study in its own KZ_STUDY_DIR starts each
+# seed from a first one's SFT with KZ_STUDY_ARGS="--config configs/study_h200_v2.yaml --sft-from .study/study.tgz");
+# on 2+ GPUs: coder2
 # multi_gpu.
 set -uo pipefail
 OUT="${OUT:-/tmp/kz-out}"; mkdir -p "$OUT"

@@ -35,11 +35,13 @@ import time
 from pathlib import Path
 
 from kernelzero.study.config import ARMS
-from kernelzero.study.run import PROPOSER_EVAL_SFT
+from kernelzero.study.run import LOOP_API_SETS, LOOP_TASKS, PROPOSER_EVAL_SFT
+from kernelzero.study.weights import WEIGHTS_PACK
 
-WEIGHTS = "weights.tgz"
+WEIGHTS = WEIGHTS_PACK
 """The weights the runs still need (`study.weights.needed_weights`), written beside study.tgz in parts WEIGHTS.00,
-.01, ... of at most 15 MiB (what a lent GPU machine returns); carried back with it, a fresh machine resumes exactly."""
+.01, ... of at most 15 MiB (what a lent GPU machine returns); carried back with it, a fresh machine resumes exactly,
+and another study starts its seeds from them (`kernelzero study --sft-from OUT/study.tgz`)."""
 
 
 def parse_runs(items: list[str]) -> list[tuple[str, int]]:
@@ -205,7 +207,7 @@ def split_pack(pack_path: Path, root: Path, runs: list[tuple[str, int]]) -> None
     for arm, seed in runs:
         dest = folder(root, arm, seed)
         dest.mkdir(parents=True, exist_ok=True)
-        for name in ("study_config.json", "corpus", "loop_tasks.jsonl"):
+        for name in ("study_config.json", "corpus", LOOP_TASKS, LOOP_API_SETS):
             if (src / name).exists():
                 (shutil.copytree if (src / name).is_dir() else shutil.copy2)(src / name, dest / name)
         for part in (*SEED_SHARED, "retired", arm):

@@ -78,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="judged batches per run (the study: 4 a round, 8 in all)")
     ap.add_argument("--batch", type=int, default=16, help="proposals per judged batch")
     ap.add_argument("--generations", type=int, default=8, help="group size G")
+    ap.add_argument("--sets", type=int, default=None,
+                    help="distinct API sets per run, cycled as the loop cycles a round's (the study: 8 a round); "
+                    "default: a fresh set for every group")  # fmt: skip
     ap.add_argument("--coder-k", type=int, default=2, help="stand-in Coder samples per valid task")
     ap.add_argument("--coder-p", type=float, default=0.5, help="the stand-in Coder's success probability")
     ap.add_argument("--sft-max-steps", type=int, default=1500)
@@ -124,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = [(lr, s, rs) for lr in args.lr for s in args.steps for rs in args.rl_seeds or [args.seed]]
     for lr, steps, rl_seed in settings:
         key = f"lr={lr:g},mu={args.mu},steps={steps},batch={args.batch}"
+        key += f",sets={args.sets}" if args.sets else ""
         key += f",seed={rl_seed}" if rl_seed != args.seed else ""
         if key in record["runs"]:
             if (out / f"rl-{key}" / "final").is_dir():  # evaluated with seeds added since
@@ -141,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         # the loop's draw: each judged batch's prompts are batch / G API sets, each asked G times
         draw = random.Random(rl_seed)
         n_sets = steps * args.batch // args.generations
-        api_sets = [rl_sets[draw.randrange(len(rl_sets))] for _ in range(n_sets)]
+        distinct = [rl_sets[draw.randrange(len(rl_sets))] for _ in range(args.sets or n_sets)]
+        api_sets = [distinct[i % len(distinct)] for i in range(n_sets)]
         pc = ProposerPhaseConfig(model=str(sft_final), output_dir=str(phase), use_cpu=True, bf16=False,
                                  log_completions=False, seed=rl_seed, num_generations=args.generations,
                                  max_completion_length=512, learning_rate=lr, max_steps=steps * args.mu,

@@ -92,6 +92,11 @@ def test_every_stage_writes_its_outputs_and_the_summary_has_pass_at_1(smoke):
     # the Proposer's evaluation: two tasks per fixed API set (the smoke's proposer_eval_samples), each validated,
     # after SFT and after the round
     sets = (out / "corpus" / "api_sets.txt").read_text().splitlines()[:2]
+    # the loop prompted the Proposer with the sets after those two (the smoke's loop_skips_eval_sets), never them
+    trained = {json.dumps(r["apis"]) for r in jsonl(out / "seed-0" / "main" / "run" / "tasks.jsonl")}
+    assert trained and not trained & set(sets)
+    assert (out / "loop_api_sets.txt").read_text().splitlines()[:2] == (
+        out / "corpus" / "api_sets.txt").read_text().splitlines()[2:4]  # fmt: skip
     for ev in (out / "seed-0" / "proposer-eval-sft", out / "seed-0" / "main" / "proposer-eval-round-1"):
         rows = jsonl(ev / "proposals.jsonl")
         assert [json.dumps(r["apis"]) for r in rows] == [s for s in sets for _ in range(2)]

@@ -396,3 +396,46 @@ def test_the_speed_term_figures_are_the_trainers_logged_shares(tmp_path):
             "main/seed-1": {"sft": None, "rounds": [], "proposer": {}, "speed_term": speed_term(tmp_path / "x")}}
     text = render({"smoke": False, "runs": runs, "arms": {}}, [])
     assert "| main/seed-0 | 75.0% | 12.5% |" in text and "| main/seed-1 | n/a | n/a |" in text
+
+
+def test_the_proposer_phase_may_draw_more_api_sets_than_the_task_batch_and_skip_the_evaluations(tmp_path):
+    """proposer_sets_per_round widens the Proposer phase's prompts without widening the task batch or the Coder's
+    share of proposed tasks; loop_skips_eval_sets starts the loop's sets after the Proposer evaluation's, so that
+    evaluation asks for sets RL never prompted. Without either, the loop reads the corpus's sets as before."""
+    from kernelzero.curriculum.proposals import read_api_sets
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    sets = [[f"op.a{i}", f"op.b{i}"] for i in range(100)]
+    (corpus / "api_sets.txt").write_text("".join(json.dumps(s) + "\n" for s in sets))
+    before = Study(replace(StudyConfig(device="cpu"), api_sets_per_round=8), tmp_path).run_config(corpus).loop
+    assert (before.api_sets, before.api_sets_per_round, before.tasks_per_round) == (str(corpus / "api_sets.txt"), 8, 8)
+    config = replace(StudyConfig(device="cpu"), api_sets_per_round=8, proposer_sets_per_round=32,
+                     loop_skips_eval_sets=True, proposer_eval_sets=64)  # fmt: skip
+    study = Study(config, tmp_path)
+    loop = study.run_config(corpus).loop
+    assert (loop.api_sets_per_round, loop.tasks_per_round, loop.hard_per_round, loop.coder_tasks_max) == (32, 8, 2, 32)
+    assert loop.api_sets == str(tmp_path / "loop_api_sets.txt")
+    study.write_loop_api_sets(corpus)  # what the loop stage does before the loop starts
+    assert [list(s) for s in read_api_sets(loop.api_sets)] == sets[64:]
+    with pytest.raises(ValueError, match="proposer_sets_per_round must be >= api_sets_per_round"):
+        replace(config, proposer_sets_per_round=4)
+
+
+def test_the_second_studys_config_starts_from_the_first_studys_sft(tmp_path):
+    """configs/study_h200_v2.yaml differs from the finished first study (its committed pack) only after SFT: the next
+    device session's `--sft-from` takes each seed's SFT and Coder evaluation, and makes the Proposer's again."""
+    import tarfile
+
+    from kernelzero.loop.config import merge, read_config_file
+    from kernelzero.study.config import EVAL_FIELDS, PROPOSER_EVAL_FIELDS, SFT_FIELDS
+
+    root = Path(__file__).parents[2]
+    with tarfile.open(root / "bench" / "results" / "study_h100_f9025fb_queue.tgz") as tar:
+        tar.extract("study_config.json", tmp_path, filter="data")
+    first = json.loads((tmp_path / "study_config.json").read_text())
+    second = merge(StudyConfig(), read_config_file(root / "configs" / "study_h200_v2.yaml"))
+    assert corpus_mismatch(first, second, SFT_FIELDS + EVAL_FIELDS) == []
+    assert corpus_mismatch(first, second, PROPOSER_EVAL_FIELDS) == ["proposer_eval_samples"]
+    assert (second.proposer_batch, second.proposer_steps, second.proposer_sets_per_round) == (32, 8, 32)
+    assert second.proposer_steps * second.proposer_batch // second.rl_generations == second.proposer_sets_per_round

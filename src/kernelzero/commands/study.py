@@ -14,10 +14,18 @@ import typer
 from kernelzero.commands.app import app
 from kernelzero.commands.ui import check_choice, check_file, fail, interruptible, quiet_library_warnings
 from kernelzero.loop.config import ConfigError, merge, read_config_file
-from kernelzero.study.config import ARMS, StudyConfig, corpus_mismatch, pin_config, smoke_config
+from kernelzero.study.config import (
+    ARMS,
+    CORPUS_FIELDS,
+    SFT_FIELDS,
+    StudyConfig,
+    corpus_mismatch,
+    pin_config,
+    smoke_config,
+)
 from kernelzero.study.report import SMOKE_NOTE
-from kernelzero.study.weights import corpus_source
 from kernelzero.study.weights import pack as pack_folder
+from kernelzero.study.weights import sft_weights, study_source
 
 
 @app.command("study")
@@ -36,6 +44,12 @@ def study_command(
                                                      "another study (its folder or --pack file) instead of judging "
                                                      "it again: its corpus fields (tasks, shapes, judge) must equal "
                                                      "this config's; everything after the corpus may differ.")] = None,
+    sft_from: Annotated[Path | None, typer.Option("--sft-from", help="Start a new --out (or a seed new to it) from "
+                                                  "another study's corpus and this seed's SFT of both roles, weights "
+                                                  "included (its folder, or its pack with weights.tgz.NN beside it): "
+                                                  "its corpus and SFT fields must equal this config's; its "
+                                                  "evaluations after SFT are taken where their fields equal too. The "
+                                                  "loop and everything after it may differ.")] = None,
     pack: Annotated[Path | None, typer.Option(help="When the invocation ends (done, failed or interrupted), also "
                                               "write the folder without weights to this .tar.gz (a few MB: what a "
                                               "lent machine can bring back). Unpacked into --out elsewhere, the "
@@ -63,22 +77,36 @@ def study_command(
         typer.echo(SMOKE_NOTE)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     quiet_library_warnings()
-    if corpus_from is not None and not corpus_from.exists():
-        fail(f"--corpus-from {corpus_from}: no such file or folder")
-    if corpus_from is not None and (out / "corpus").exists():
+    for flag, source in (("--corpus-from", corpus_from), ("--sft-from", sft_from)):
+        if source is not None and not source.exists():
+            fail(f"{flag} {source}: no such file or folder")
+    if sft_from is not None and corpus_from not in (None, sft_from):
+        fail(f"--sft-from {sft_from} takes its corpus too: drop --corpus-from {corpus_from}")
+    source = sft_from or corpus_from
+    take_corpus = source is not None and not (out / "corpus").exists()
+    if source is not None and not take_corpus:
         # a rerun of the same command resumes, with the corpus the first invocation took (or judged)
-        typer.echo(f"{out} holds a corpus already: --corpus-from {corpus_from} is not read")
-        corpus_from = None
+        typer.echo(f"{out} holds a corpus already: its corpus is not taken from {source}")
+    take_sft = sft_from is not None and not (out / f"seed-{seed}" / "sft").exists()
     try:
-        if corpus_from is None:
+        if not (take_corpus or take_sft):
             pin_config(out, cfg)
         else:
-            with corpus_source(corpus_from) as (theirs, corpus):
-                if differ := corpus_mismatch(theirs, cfg):
-                    raise ValueError(f"--corpus-from {corpus_from}: its corpus was made with other {', '.join(differ)}")
+            flag, fields = ("--sft-from", SFT_FIELDS) if take_sft else ("--corpus-from", CORPUS_FIELDS)
+            with study_source(source, weights=take_sft) as (theirs, root):
+                if differ := corpus_mismatch(theirs, cfg, fields):
+                    raise ValueError(f"{flag} {source}: it was made with other {', '.join(differ)}")
+                if take_sft:
+                    sft_weights(root, seed)  # ValueError before anything is written, when they are not all there
                 pin_config(out, cfg)
-                shutil.copytree(corpus, out / "corpus")
-            typer.echo(f"corpus taken from {corpus_from}")
+                if take_corpus:
+                    shutil.copytree(root / "corpus", out / "corpus")
+                    typer.echo(f"corpus taken from {source}")
+                if take_sft:
+                    from kernelzero.study.merge import seed_start_from
+
+                    for line in seed_start_from(root, theirs, out, seed, cfg):
+                        typer.echo(f"seed {seed} from {source}: {line}")
     except ValueError as e:
         fail(str(e))
     from kernelzero.study.run import Study

@@ -125,6 +125,15 @@ class StudyConfig:
     moment estimates hold one noisy batch)."""
     api_sets_per_round: int = 16
     """API sets of a round (the Proposer phase's prompts and the task batch)."""
+    proposer_sets_per_round: int | None = None
+    """API sets the Proposer phase draws a round (None: `api_sets_per_round`; at least that many, whose first
+    `api_sets_per_round` also make the task batch). The phase asks each set G times: `proposer_steps` x
+    `proposer_batch` / G sets use each once. On CPU (`bench/study_proposer_proxy.py`) 16 batches of 32 over fresh sets
+    ended at 33.8% valid (RL seeds 32.5-35.0%), the same 16 batches cycling 16 sets at 31.8% (26.6-36.9%)."""
+    loop_skips_eval_sets: bool = False
+    """The loop draws its API sets after the Proposer evaluation's (`corpus/api_sets.txt` past its first
+    `proposer_eval_sets`, written to `loop_api_sets.txt`), so that evaluation asks for sets RL never prompted
+    (SFT's tasks cover them all). False: from the file's start, as studies before this field did."""
     coder_k: int = 2
     """Frozen-Coder samples per valid proposed task for l(m)."""
     judge_trials: int = 3
@@ -143,6 +152,9 @@ class StudyConfig:
             raise ValueError(f"StudyConfig.val_fraction must be in (0, 1), got {self.val_fraction!r}")
         if self.rl_warmup_steps < 0:
             raise ValueError(f"StudyConfig.rl_warmup_steps must be >= 0, got {self.rl_warmup_steps!r}")
+        if self.proposer_sets_per_round is not None and self.proposer_sets_per_round < self.api_sets_per_round:
+            raise ValueError(f"StudyConfig.proposer_sets_per_round must be >= api_sets_per_round "
+                             f"({self.api_sets_per_round}), got {self.proposer_sets_per_round!r}")  # fmt: skip
         for name in ("rounds", "train_tasks", "loop_tasks", "test_tasks", "eval_samples", "sft_patience",
                      "rl_iterations", "proposer_eval_sets", "proposer_eval_samples"):
             if getattr(self, name) < 1:
@@ -175,10 +187,24 @@ CORPUS_FIELDS = ("smoke", "device", "family", "train_tasks", "proposer_tasks", "
 may start from the same corpus (`kernelzero study --corpus-from`) and differ in everything after it."""
 
 
-def corpus_mismatch(theirs: dict, config: StudyConfig) -> list[str]:
-    """The corpus fields in which a study config written as JSON (`study_config.json`) differs from `config`."""
+SFT_FIELDS = (*CORPUS_FIELDS, "models", "prompts", "val_fraction", "sft_lr", "sft_batch", "sft_max_steps",
+              "sft_eval_every", "sft_patience", "sft_min_improvement")
+"""The fields a seed's SFT depends on besides its seed: another study with these equal may start a seed from that
+seed's SFT weights (`kernelzero study --sft-from`) and differ in the loop and what comes after it."""
+EVAL_FIELDS = ("eval_samples", "eval_temperature", "eval_batch", "max_new_tokens")
+"""The fields the Coder's evaluation depends on besides its weights and seed (the batch: rows share a generate
+call's random stream)."""
+PROPOSER_EVAL_FIELDS = ("proposer_eval_sets", "proposer_eval_samples", "eval_temperature", "eval_batch",
+                        "max_new_tokens")  # fmt: skip
+"""The fields the Proposer's evaluation depends on besides its weights and seed."""
+
+
+def corpus_mismatch(theirs: dict, config: StudyConfig, fields: tuple[str, ...] = CORPUS_FIELDS) -> list[str]:
+    """The `fields` in which a study config written as JSON (`study_config.json`) differs from `config` (a field
+    that config predates counts at its default, as in `pin_config`)."""
     mine = json.loads(json.dumps(asdict(config), default=str))
-    return [k for k in CORPUS_FIELDS if theirs.get(k) != mine.get(k)]
+    default = json.loads(json.dumps(asdict(StudyConfig()), default=str))
+    return [k for k in fields if theirs.get(k, default.get(k)) != mine.get(k)]
 
 
 def smoke_config(rounds: int = 1) -> StudyConfig:
@@ -189,8 +215,9 @@ def smoke_config(rounds: int = 1) -> StudyConfig:
                        val_fraction=0.25,
                        sft_lr=3e-3, sft_batch=2, sft_max_steps=4, sft_eval_every=2, sft_patience=2, eval_samples=4,
                        eval_batch=8, max_new_tokens=24, rounds=rounds, coder_steps=1, coder_batch=4, proposer_steps=1,
-                       proposer_batch=4, rl_generations=2,
-                       api_sets_per_round=2, coder_k=1, judge_trials=1, judge_workers=2)  # fmt: skip
+                       proposer_batch=4, rl_generations=2, api_sets_per_round=2, loop_skips_eval_sets=True,
+                       coder_k=1, judge_trials=1, judge_workers=2)  # fmt: skip
 
 
-__all__ = ["ARMS", "CORPUS_FIELDS", "Arm", "StudyConfig", "corpus_mismatch", "pin_config", "smoke_config"]
+__all__ = ["ARMS", "CORPUS_FIELDS", "EVAL_FIELDS", "PROPOSER_EVAL_FIELDS", "SFT_FIELDS", "Arm", "StudyConfig",
+           "corpus_mismatch", "pin_config", "smoke_config"]

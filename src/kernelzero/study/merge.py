@@ -13,8 +13,9 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelzero.study.run import LOOP_TASKS, STAGES_LOG
-from kernelzero.study.weights import WEIGHT_PREFIX, is_weights
+from kernelzero.study.config import EVAL_FIELDS, PROPOSER_EVAL_FIELDS, StudyConfig, corpus_mismatch
+from kernelzero.study.run import LOOP_API_SETS, LOOP_TASKS, PROPOSER_EVAL_SFT, STAGES_LOG
+from kernelzero.study.weights import WEIGHT_PREFIX, is_weights, seed_from
 
 SEED_SHARED = ("models", "sft", "eval-sft", "proposer-eval-sft")
 """A seed's folders every arm of that seed starts from: its initial models, both roles' SFT, and both roles'
@@ -40,13 +41,32 @@ def seed_arm_folder(main: Path, dest: Path, seed: int) -> None:
     tmp.mkdir(parents=True)
     shutil.copy2(main / "study_config.json", tmp / "study_config.json")
     shutil.copytree(main / "corpus", tmp / "corpus")
-    if (main / LOOP_TASKS).is_file():
-        shutil.copy2(main / LOOP_TASKS, tmp / LOOP_TASKS)
+    for name in (LOOP_TASKS, LOOP_API_SETS):
+        if (main / name).is_file():
+            shutil.copy2(main / name, tmp / name)
     checkpoints = shutil.ignore_patterns(f"{WEIGHT_PREFIX}*")
     for name in SEED_SHARED:
         if (seed_dir / name).is_dir():  # the Proposer's evaluation may not be done yet: the arm then runs its own
             shutil.copytree(seed_dir / name, tmp / seed_dir.name / name, ignore=checkpoints)
     tmp.rename(dest)  # whole or not at all: a copy cut short is not taken for a started arm
+
+
+def seed_start_from(root: Path, theirs: dict, dest: Path, seed: int, config: StudyConfig) -> list[str]:
+    """Start seed SEED of study folder `dest` (run with `config`) from another study's (`root`, its config `theirs`,
+    whose SFT fields must equal: `kernelzero study --sft-from` checks): both roles' SFT with their weights
+    (`study.weights.seed_from`), and each evaluation after SFT that is done there with the same evaluation fields
+    (else it runs here). One line per part, saying what was taken."""
+    lines = [f"sft: {seed_from(root, dest, seed)}"]
+    for name, fields in (("eval-sft", EVAL_FIELDS), (PROPOSER_EVAL_SFT, PROPOSER_EVAL_FIELDS)):
+        src = root / f"seed-{seed}" / name
+        if not (src / "summary.json").is_file():
+            lines.append(f"{name}: not done there, runs here")
+        elif differ := corpus_mismatch(theirs, config, fields):
+            lines.append(f"{name}: made there with other {', '.join(differ)}, runs here")
+        else:
+            shutil.copytree(src, dest / f"seed-{seed}" / name, ignore=_weightless)
+            lines.append(f"{name}: taken")
+    return lines
 
 
 def _weightless(folder: str, names: list[str]) -> set[str]:
@@ -80,7 +100,7 @@ def merge(folders: Sequence[str | Path], out: str | Path) -> list[str]:
     shutil.copy2(folders[0] / "study_config.json", out / "study_config.json")
     taken, stages = [], []
     for folder in folders:
-        for name in ("corpus", LOOP_TASKS):
+        for name in ("corpus", LOOP_TASKS, LOOP_API_SETS):
             src, dest = folder / name, out / name
             if src.exists() and not dest.exists():
                 (shutil.copytree(src, dest) if src.is_dir() else shutil.copy2(src, dest))
@@ -109,4 +129,4 @@ def merge(folders: Sequence[str | Path], out: str | Path) -> list[str]:
     return taken
 
 
-__all__ = ["SEED_SHARED", "merge", "seed_arm_folder"]
+__all__ = ["SEED_SHARED", "merge", "seed_arm_folder", "seed_start_from"]

@@ -59,6 +59,8 @@ PROPOSER_EVAL_SFT = "proposer-eval-sft"
 """The stage and folder (`seed-S/proposer-eval-sft`) of the Proposer's evaluation after SFT."""
 LOOP_TASKS = "loop_tasks.jsonl"
 """The Coder phases' training-pair tasks (`StudyConfig.loop_tasks`), shared by every seed and arm."""
+LOOP_API_SETS = "loop_api_sets.txt"
+"""The loop's API sets when they skip the Proposer evaluation's (`StudyConfig.loop_skips_eval_sets`)."""
 
 
 class Study:
@@ -321,7 +323,9 @@ class Study:
         proposer = ProposerPhaseConfig(model=str(self.seed_dir / "sft" / "proposer" / "final"),
                                        max_steps=cfg.proposer_steps * mu,
                                        per_device_train_batch_size=cfg.proposer_batch, **common)  # fmt: skip
-        loop = LoopConfig(api_sets=str(corpus / "api_sets.txt"), api_sets_per_round=cfg.api_sets_per_round,
+        sets = self.out / LOOP_API_SETS if cfg.loop_skips_eval_sets else corpus / "api_sets.txt"
+        loop = LoopConfig(api_sets=str(sets),
+                          api_sets_per_round=cfg.proposer_sets_per_round or cfg.api_sets_per_round,
                           tasks_per_round=cfg.api_sets_per_round, coder_k=cfg.coder_k,
                           hard_per_round=cfg.api_sets_per_round // 4, coder_tasks_max=4 * cfg.api_sets_per_round,
                           seed_tasks=str(self.out / LOOP_TASKS), max_new_tokens=cfg.max_new_tokens,
@@ -336,6 +340,17 @@ class Study:
                          judge_workers=cfg.judge_workers, judge_slots=cfg.judge_slots, tensorboard=False,
                          prompts=cfg.prompts)  # fmt: skip
 
+    def write_loop_api_sets(self, corpus: Path) -> None:
+        """With `loop_skips_eval_sets`, the file the loop reads its rounds' API sets from (`run_config`): the corpus's
+        past the Proposer evaluation's, in order, written once (every seed and arm reads the same)."""
+        path, sets = self.out / LOOP_API_SETS, corpus / "api_sets.txt"
+        if not self.config.loop_skips_eval_sets or path.is_file():
+            return
+        lines = sets.read_text(encoding="utf-8").splitlines(keepends=True)[self.config.proposer_eval_sets :]
+        if not lines:
+            raise ValueError(f"{sets}: no API sets past the Proposer evaluation's {self.config.proposer_eval_sets}")
+        path.write_text("".join(lines), encoding="utf-8")
+
     def coevolve(self, corpus: Path, run_dir: Path) -> None:
         self.close_judge()  # the loop starts its own pool: two idle pools would hold two sets of GPU workers
         start = self.arm_dir / "start.json"
@@ -343,6 +358,7 @@ class Study:
             self.arm_dir.mkdir(parents=True, exist_ok=True)
             digests = {role: weights_digest(self.seed_dir / "sft" / role / "final") for role in ("coder", "proposer")}
             start.write_text(json.dumps(digests) + "\n", encoding="utf-8")
+        self.write_loop_api_sets(corpus)
         state = CoEvolution(self.run_config(corpus), run_dir, say=lambda m: self.say("  " + m)).run()
         (run_dir / "finished.json").write_text(json.dumps({"rounds": state.round, "models": state.models}) + "\n")
 

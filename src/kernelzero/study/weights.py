@@ -139,23 +139,75 @@ def unpack(archive: str | Path, out: str | Path) -> None:
         tar.extractall(out, filter="data")
 
 
+WEIGHTS_PACK = "weights.tgz"
+"""The name of the weights a pack's runs still need, written beside it in parts `.00`, `.01`, ... (`pack_weights`;
+`bench/study_parallel.py` writes them with the folder of each run, `ARM-sSEED/`, in front of its paths)."""
+CARRIED = ".weights"
+"""Where `study_source` unpacks a pack's weights parts, under the folder it yields."""
+
+
 @contextmanager
-def corpus_source(source: str | Path) -> Iterator[tuple[dict, Path]]:
-    """The config (`study_config.json`) and `corpus/` folder of a study folder or pack, for the time of the `with`
-    (a pack's are unpacked to a temporary folder); ValueError when it holds no finished corpus."""
+def study_source(source: str | Path, weights: bool = False) -> Iterator[tuple[dict, Path]]:
+    """The config (`study_config.json`) and folder of a study folder or pack, for the time of the `with`: a pack is
+    unpacked to a temporary folder, its weights parts beside it (`WEIGHTS_PACK.NN`) under `CARRIED/` there when
+    `weights`; ValueError when it holds no finished corpus."""
     source = Path(source)
     with tempfile.TemporaryDirectory() as tmp:
         root = source
         if source.is_file():
             with tarfile.open(source, "r:gz") as tar:
-                wanted = [m for m in tar.getmembers() if m.name == "study_config.json"
+                wanted = [m for m in tar.getmembers() if weights or m.name == "study_config.json"
                           or Path(m.name).parts[:1] == ("corpus",)]  # fmt: skip
                 tar.extractall(tmp, members=wanted, filter="data")
             root = Path(tmp)
+            first = source.with_name(WEIGHTS_PACK + ".00")
+            if weights and first.is_file():
+                unpack_weights(first, root / CARRIED)
         config, corpus = root / "study_config.json", root / "corpus"
         if not config.is_file() or not (corpus / "done.json").is_file():
             raise ValueError(f"{source}: holds no finished study corpus (study_config.json and corpus/done.json)")
-        yield json.loads(config.read_text(encoding="utf-8")), corpus
+        yield json.loads(config.read_text(encoding="utf-8")), root
+
+
+@contextmanager
+def corpus_source(source: str | Path) -> Iterator[tuple[dict, Path]]:
+    """The config (`study_config.json`) and `corpus/` folder of a study folder or pack (`study_source`)."""
+    with study_source(source) as (config, root):
+        yield config, root / "corpus"
+
+
+def sft_weights(root: Path, seed: int) -> dict[str, tuple[Path, str]]:
+    """Seed SEED's SFT weights of both roles in study folder `root` (a `study_source`'s): for each role, the `final/`
+    whose digest its `done.json` records, in `root` or among the weights carried beside its pack, and that digest.
+    ValueError naming what is missing."""
+    found = {}
+    for role in ("coder", "proposer"):
+        done = root / f"seed-{seed}" / "sft" / role / "done.json"
+        if not done.is_file():
+            raise ValueError(f"{root}: no finished SFT of the {role} at seed {seed} (seed-{seed}/sft/{role}/done.json)")
+        digest = json.loads(done.read_text(encoding="utf-8")).get("weights")
+        finals = [done.parent / "final", *sorted(root.glob(f"{CARRIED}/*/seed-{seed}/sft/{role}/final"))]
+        final = next((f for f in finals if digest and weights_digest(f) == digest), None)
+        if final is None:
+            raise ValueError(f"the {role}'s SFT weights of seed {seed} ({digest}) are not there (a pack's come from "
+                             f"{WEIGHTS_PACK}.NN beside it)")  # fmt: skip
+        found[role] = (final, digest)
+    return found
+
+
+def seed_from(root: Path, dest: Path, seed: int) -> str:
+    """Copy seed SEED's SFT of both roles from study folder `root` into study folder `dest`: its records without
+    checkpoints, and the weights `sft_weights` finds. Returns both digests."""
+    tmp = dest / f"seed-{seed}" / "sft.partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    taken = []
+    for role, (final, digest) in sft_weights(root, seed).items():
+        shutil.copytree(root / f"seed-{seed}" / "sft" / role, tmp / role, ignore=lambda folder, names: [
+            n for n in names if is_weights(n, (Path(folder) / n).is_file())])  # fmt: skip
+        shutil.copytree(final, tmp / role / "final")
+        taken.append(f"{role} {digest}")
+    tmp.rename(dest / f"seed-{seed}" / "sft")  # whole or not at all
+    return ", ".join(taken)
 
 
 def retire(path: Path, seed_dir: Path, why: str) -> Path:
@@ -203,5 +255,6 @@ def run_finished(out: str | Path, arm: str, train_proposer: bool, seed: int) -> 
     return all(m.is_file() for m in marks)
 
 
-__all__ = ["corpus_source", "is_weights", "needed_weights", "pack", "pack_weights", "retire", "run_finished",
-           "run_needs_lost_weights", "unpack", "unpack_weights", "weights_digest"]
+__all__ = ["CARRIED", "WEIGHTS_PACK", "corpus_source", "is_weights", "needed_weights", "pack", "pack_weights",
+           "retire", "run_finished", "run_needs_lost_weights", "seed_from", "sft_weights", "study_source", "unpack",
+           "unpack_weights", "weights_digest"]
