@@ -106,10 +106,14 @@ def write_report(run_dir: str | os.PathLike) -> Path:
     ax.set_title("Coder pass rate per round")
     images.append(("Coder pass rate per round", _save(fig, plots / "pass_rate_rounds.png")))
 
-    # gate-open share
+    # gate-open share, and the share of groups whose advantages the speed term moved (runs before it logged none)
     fig, ax = plt.subplots(figsize=(6, 3))
     xs, ys, rs = _series(metrics, "coder", "coder/gate_open_share")
-    ax.plot(xs, ys, marker="o")
+    ax.plot(xs, ys, marker="o", label="gate open")
+    ranked_xs, ranked_ys, _ = _series(metrics, "coder", "coder/speed_ranked_share")
+    if ranked_xs:
+        ax.plot(ranked_xs, ranked_ys, marker="x", label="speed ranks correct rollouts")
+        ax.legend(fontsize=7)
     _round_marks(ax, rs, xs)
     ax.set_ylim(-0.05, 1.05)
     ax.set_xlabel("Coder step")
