@@ -1,6 +1,6 @@
 """Where CA-GRPO's speed term could act in a study's Coder phases, recomputed from the record with the trainer's own
 gate: per run, the share of GRPO groups whose gate opened and the share in which the speed term told two correct
-rollouts apart (`trainers.coder.speed_ranked_share`). Under per-group reward scaling (TRL's scale_rewards="group")
+rollouts apart (`trainers.coder.speed_ranked_groups`). Under per-group reward scaling (TRL's scale_rewards="group")
 only the second moves an advantage: a speed term shared by every correct rollout of a group is one constant factor on
 its rewards, which the group's std divides out.
 
@@ -28,7 +28,7 @@ def run_figures(run_dir: Path) -> dict[str, float | int]:
 
     from kernelzero.loop.records import read_verdict_records
     from kernelzero.rewards.cagrpo import GateConfig, gate_open_per_group, gate_reward_matrix
-    from kernelzero.trainers.coder import speed_ranked_share
+    from kernelzero.trainers.coder import speed_ranked_groups
 
     cfg = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))["coder"]
     gate = GateConfig(alpha=cfg["gate"]["alpha"], beta=cfg["gate"]["beta"])  # the study runs f = identity
@@ -46,10 +46,9 @@ def run_figures(run_dir: Path) -> dict[str, float | int]:
         raw = torch.tensor([[float(r.verdict.correct), r.verdict.speedup_eager or nan] for r in rows])  # (N, 2)
         g = size.pop()
         gate_open = gate_open_per_group(raw, g, gate.alpha)  # (B,)
-        share = speed_ranked_share(gate_reward_matrix(raw, g, gate), gate_open, gate.beta)
         scored += len(batch)
         opened += int(gate_open.sum())
-        ranked += round(share * len(batch))
+        ranked += int(speed_ranked_groups(gate_reward_matrix(raw, g, gate), gate_open, gate.beta).sum())
         for rs in batch.values():
             correct = [r.completion for r in rs if r.verdict.correct]
             if len(correct) >= 2:

@@ -16,7 +16,7 @@ from kernelzero.judge.verdict import Verdict
 from kernelzero.loop.config import RunConfig
 from kernelzero.rewards.cagrpo import gated_group_rewards
 from kernelzero.rewards.config import GateConfig
-from kernelzero.study.config import ARMS, StudyConfig, corpus_mismatch, pin_config, smoke_config
+from kernelzero.study.config import ARMS, StudyConfig, field_mismatch, pin_config, smoke_config
 from kernelzero.study.report import _running_mean, collect, render
 from kernelzero.study.run import Study, _VerdictCache
 from kernelzero.study.sft import PlateauStop, split
@@ -294,7 +294,7 @@ def test_a_new_study_can_start_from_another_studys_corpus(tmp_path, monkeypatch,
     other.write_text("train_tasks: 5\n")
     assert main(["study", "--smoke", "-c", str(other), "--corpus-from", str(source), "--out", str(tmp_path / "x")]) == 2
     assert not (tmp_path / "x").exists()  # refused before anything was written
-    assert corpus_mismatch(json.loads((old / "study_config.json").read_text()), replace(smoke_config(), train_tasks=5,
+    assert field_mismatch(json.loads((old / "study_config.json").read_text()), replace(smoke_config(), train_tasks=5,
                                                                                            rounds=3)) == ["train_tasks"]
 
 
@@ -360,7 +360,7 @@ def test_the_shipped_gpu_config_loads_and_can_start_from_the_committed_corpus():
     cfg = merge(StudyConfig(), read_config_file(root / "configs" / "study_h200.yaml"))
     assert cfg.models.shape.hidden_size == 128 and cfg.coder_batch % cfg.rl_generations == 0
     with corpus_source(root / "bench" / "results" / "study_h100_d1bb4a6.tgz") as (theirs, corpus):
-        assert corpus_mismatch(theirs, cfg) == []
+        assert field_mismatch(theirs, cfg) == []
         assert (corpus / "corpus.jsonl").is_file()
 
 
@@ -435,7 +435,7 @@ def test_the_second_studys_config_starts_from_the_first_studys_sft(tmp_path):
         tar.extract("study_config.json", tmp_path, filter="data")
     first = json.loads((tmp_path / "study_config.json").read_text())
     second = merge(StudyConfig(), read_config_file(root / "configs" / "study_h200_v2.yaml"))
-    assert corpus_mismatch(first, second, SFT_FIELDS + EVAL_FIELDS) == []
-    assert corpus_mismatch(first, second, PROPOSER_EVAL_FIELDS) == ["proposer_eval_samples"]
+    assert field_mismatch(first, second, SFT_FIELDS + EVAL_FIELDS) == []
+    assert field_mismatch(first, second, PROPOSER_EVAL_FIELDS) == ["proposer_eval_samples"]
     assert (second.proposer_batch, second.proposer_steps, second.proposer_sets_per_round) == (32, 8, 32)
     assert second.proposer_steps * second.proposer_batch // second.rl_generations == second.proposer_sets_per_round

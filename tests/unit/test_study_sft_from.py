@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelzero.study.config import SFT_FIELDS, corpus_mismatch, smoke_config
+from kernelzero.study.config import SFT_FIELDS, field_mismatch, smoke_config
 from kernelzero.study.run import Study
 from kernelzero.study.weights import WEIGHTS_PACK, pack, pack_weights, weights_digest
 
@@ -91,7 +91,7 @@ def test_another_sft_setting_or_missing_weights_is_refused_before_anything_is_wr
     new = tmp_path / "x"
     assert main(["study", "--smoke", "-c", str(other), "--sft-from", str(tmp_path / "first"), "--out", str(new)]) == 2
     assert "--sft-from" in capsys.readouterr().err and not new.exists() and no_study_run == []
-    assert corpus_mismatch(json.loads((tmp_path / "first" / "study_config.json").read_text()),
+    assert field_mismatch(json.loads((tmp_path / "first" / "study_config.json").read_text()),
                            replace(smoke_config(), sft_lr=0.5, rounds=4), SFT_FIELDS) == ["sft_lr"]  # fmt: skip
     # a pack whose weights did not come with it: no SFT to start from (its done.json names weights that are not there)
     pack(tmp_path / "first", tmp_path / "bare" / "study.tgz")

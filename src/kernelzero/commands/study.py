@@ -19,7 +19,7 @@ from kernelzero.study.config import (
     CORPUS_FIELDS,
     SFT_FIELDS,
     StudyConfig,
-    corpus_mismatch,
+    field_mismatch,
     pin_config,
     smoke_config,
 )
@@ -94,10 +94,10 @@ def study_command(
         else:
             flag, fields = ("--sft-from", SFT_FIELDS) if take_sft else ("--corpus-from", CORPUS_FIELDS)
             with study_source(source, weights=take_sft) as (theirs, root):
-                if differ := corpus_mismatch(theirs, cfg, fields):
+                if differ := field_mismatch(theirs, cfg, fields):
                     raise ValueError(f"{flag} {source}: it was made with other {', '.join(differ)}")
-                if take_sft:
-                    sft_weights(root, seed)  # ValueError before anything is written, when they are not all there
+                # ValueError before anything is written, when they are not all there
+                weights = sft_weights(root, seed) if take_sft else {}
                 pin_config(out, cfg)
                 if take_corpus:
                     shutil.copytree(root / "corpus", out / "corpus")
@@ -105,7 +105,7 @@ def study_command(
                 if take_sft:
                     from kernelzero.study.merge import seed_start_from
 
-                    for line in seed_start_from(root, theirs, out, seed, cfg):
+                    for line in seed_start_from(root, theirs, out, seed, cfg, weights):
                         typer.echo(f"seed {seed} from {source}: {line}")
     except ValueError as e:
         fail(str(e))

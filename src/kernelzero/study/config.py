@@ -199,7 +199,7 @@ PROPOSER_EVAL_FIELDS = ("proposer_eval_sets", "proposer_eval_samples", "eval_tem
 """The fields the Proposer's evaluation depends on besides its weights and seed."""
 
 
-def corpus_mismatch(theirs: dict, config: StudyConfig, fields: tuple[str, ...] = CORPUS_FIELDS) -> list[str]:
+def field_mismatch(theirs: dict, config: StudyConfig, fields: tuple[str, ...] = CORPUS_FIELDS) -> list[str]:
     """The `fields` in which a study config written as JSON (`study_config.json`) differs from `config` (a field
     that config predates counts at its default, as in `pin_config`)."""
     mine = json.loads(json.dumps(asdict(config), default=str))
@@ -220,4 +220,4 @@ def smoke_config(rounds: int = 1) -> StudyConfig:
 
 
 __all__ = ["ARMS", "CORPUS_FIELDS", "EVAL_FIELDS", "PROPOSER_EVAL_FIELDS", "SFT_FIELDS", "Arm", "StudyConfig",
-           "corpus_mismatch", "pin_config", "smoke_config"]
+           "field_mismatch", "pin_config", "smoke_config"]

@@ -8,14 +8,13 @@ without weights, and its report is the study's table."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelzero.study.config import EVAL_FIELDS, PROPOSER_EVAL_FIELDS, StudyConfig, corpus_mismatch
+from kernelzero.study.config import EVAL_FIELDS, PROPOSER_EVAL_FIELDS, StudyConfig, field_mismatch
 from kernelzero.study.run import LOOP_API_SETS, LOOP_TASKS, PROPOSER_EVAL_SFT, STAGES_LOG
-from kernelzero.study.weights import WEIGHT_PREFIX, is_weights, seed_from
+from kernelzero.study.weights import WEIGHT_PREFIX, weightless
 
 SEED_SHARED = ("models", "sft", "eval-sft", "proposer-eval-sft")
 """A seed's folders every arm of that seed starts from: its initial models, both roles' SFT, and both roles'
@@ -51,27 +50,29 @@ def seed_arm_folder(main: Path, dest: Path, seed: int) -> None:
     tmp.rename(dest)  # whole or not at all: a copy cut short is not taken for a started arm
 
 
-def seed_start_from(root: Path, theirs: dict, dest: Path, seed: int, config: StudyConfig) -> list[str]:
+def seed_start_from(root: Path, theirs: dict, dest: Path, seed: int, config: StudyConfig,
+                    weights: dict[str, tuple[Path, str]]) -> list[str]:  # fmt: skip
     """Start seed SEED of study folder `dest` (run with `config`) from another study's (`root`, its config `theirs`,
-    whose SFT fields must equal: `kernelzero study --sft-from` checks): both roles' SFT with their weights
-    (`study.weights.seed_from`), and each evaluation after SFT that is done there with the same evaluation fields
-    (else it runs here). One line per part, saying what was taken."""
-    lines = [f"sft: {seed_from(root, dest, seed)}"]
+    whose SFT fields must equal: `kernelzero study --sft-from` checks): both roles' SFT, its records without
+    checkpoints and the weights `study.weights.sft_weights` found (`weights`), and each evaluation after SFT that is
+    done there with the same evaluation fields (else it runs here). One line per part, saying what was taken."""
+    src = root / f"seed-{seed}"
+    tmp = dest / f"seed-{seed}" / "sft.partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    for role, (final, _) in weights.items():
+        shutil.copytree(src / "sft" / role, tmp / role, ignore=weightless)
+        shutil.copytree(final, tmp / role / "final")
+    tmp.rename(dest / f"seed-{seed}" / "sft")  # whole or not at all
+    lines = ["sft: " + ", ".join(f"{role} {digest}" for role, (_, digest) in weights.items())]
     for name, fields in (("eval-sft", EVAL_FIELDS), (PROPOSER_EVAL_SFT, PROPOSER_EVAL_FIELDS)):
-        src = root / f"seed-{seed}" / name
-        if not (src / "summary.json").is_file():
+        if not (src / name / "summary.json").is_file():
             lines.append(f"{name}: not done there, runs here")
-        elif differ := corpus_mismatch(theirs, config, fields):
+        elif differ := field_mismatch(theirs, config, fields):
             lines.append(f"{name}: made there with other {', '.join(differ)}, runs here")
         else:
-            shutil.copytree(src, dest / f"seed-{seed}" / name, ignore=_weightless)
+            shutil.copytree(src / name, dest / f"seed-{seed}" / name, ignore=weightless)
             lines.append(f"{name}: taken")
     return lines
-
-
-def _weightless(folder: str, names: list[str]) -> set[str]:
-    """`shutil.copytree`'s ignore: what a pack leaves out (`study.weights.is_weights`)."""
-    return {n for n in names if is_weights(n, os.path.isfile(os.path.join(folder, n)))}
 
 
 def _weights_of(eval_dir: Path) -> str | None:
@@ -112,18 +113,18 @@ def merge(folders: Sequence[str | Path], out: str | Path) -> list[str]:
                 dest = out / seed_dir.name / part.name
                 rel = f"{seed_dir.name}/{part.name}"
                 if part.name == "retired":
-                    shutil.copytree(part, dest, ignore=_weightless, dirs_exist_ok=True)
+                    shutil.copytree(part, dest, ignore=weightless, dirs_exist_ok=True)
                 elif part.name not in SEED_SHARED:  # an arm
                     if dest.exists():
                         raise ValueError(f"{rel} is in two of the folders (the second: {folder})")
-                    shutil.copytree(part, dest, ignore=_weightless)
+                    shutil.copytree(part, dest, ignore=weightless)
                     taken.append(f"{rel} <- {folder}")
                 elif not dest.exists():
-                    shutil.copytree(part, dest, ignore=_weightless)
+                    shutil.copytree(part, dest, ignore=weightless)
                     taken.append(f"{rel} <- {folder}")
                 elif part.name.endswith("eval-sft") and _weights_of(part) not in (None, _weights_of(dest)):
                     aside = out / seed_dir.name / "retired" / f"{part.name}-{folder.name}"
-                    shutil.copytree(part, aside / part.name, ignore=_weightless)
+                    shutil.copytree(part, aside / part.name, ignore=weightless)
                     taken.append(f"{rel} <- {folder}, other weights: set aside as {aside.relative_to(out)}")
     (out / STAGES_LOG).write_text("".join(stages), encoding="utf-8")
     return taken

@@ -58,6 +58,11 @@ def is_weights(name: str, is_file: bool) -> bool:
             or (is_file and Path(name).suffix in WEIGHT_SUFFIXES))  # fmt: skip
 
 
+def weightless(folder: str, names: list[str]) -> set[str]:
+    """`shutil.copytree`'s ignore for copies that leave weights out, as a pack does (`is_weights`)."""
+    return {n for n in names if is_weights(n, (Path(folder) / n).is_file())}
+
+
 def _weightless(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
     *folders, name = Path(info.name).parts
     return None if any(is_weights(p, False) for p in folders) or is_weights(name, info.isfile()) else info
@@ -195,21 +200,6 @@ def sft_weights(root: Path, seed: int) -> dict[str, tuple[Path, str]]:
     return found
 
 
-def seed_from(root: Path, dest: Path, seed: int) -> str:
-    """Copy seed SEED's SFT of both roles from study folder `root` into study folder `dest`: its records without
-    checkpoints, and the weights `sft_weights` finds. Returns both digests."""
-    tmp = dest / f"seed-{seed}" / "sft.partial"
-    shutil.rmtree(tmp, ignore_errors=True)
-    taken = []
-    for role, (final, digest) in sft_weights(root, seed).items():
-        shutil.copytree(root / f"seed-{seed}" / "sft" / role, tmp / role, ignore=lambda folder, names: [
-            n for n in names if is_weights(n, (Path(folder) / n).is_file())])  # fmt: skip
-        shutil.copytree(final, tmp / role / "final")
-        taken.append(f"{role} {digest}")
-    tmp.rename(dest / f"seed-{seed}" / "sft")  # whole or not at all
-    return ", ".join(taken)
-
-
 def retire(path: Path, seed_dir: Path, why: str) -> Path:
     """Move `path` (an evaluation, an arm's run) to `seed_dir/retired/<name>-<time>/` with a note of `why`: kept for
     the record, out of the report (which reads `seed-S/eval-sft` and `seed-S/ARM/`)."""
@@ -256,5 +246,5 @@ def run_finished(out: str | Path, arm: str, train_proposer: bool, seed: int) -> 
 
 
 __all__ = ["CARRIED", "WEIGHTS_PACK", "corpus_source", "is_weights", "needed_weights", "pack", "pack_weights",
-           "retire", "run_finished", "run_needs_lost_weights", "seed_from", "sft_weights", "study_source", "unpack",
-           "unpack_weights", "weights_digest"]
+           "retire", "run_finished", "run_needs_lost_weights", "sft_weights", "study_source", "unpack",
+           "unpack_weights", "weightless", "weights_digest"]

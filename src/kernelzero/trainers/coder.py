@@ -124,26 +124,30 @@ def coder_step_metrics(
     return metrics
 
 
-def speed_ranked_share(gated: torch.Tensor, gate_open: torch.Tensor, beta: float) -> float:
-    """Share of the scored groups in which the speed term tells correct rollouts apart: beta > 0, the gate is open
+def speed_ranked_groups(gated: torch.Tensor, gate_open: torch.Tensor, beta: float) -> torch.Tensor:
+    """The groups in which the speed term tells correct rollouts apart, as a bool (B,): beta > 0, the gate is open
     and two correct rows carry different speed terms. Only there can speed move an advantage under per-group scaling
     (TRL's scale_rewards="group"): a term shared by every correct row of a group multiplies its rewards by one
     constant, which its std divides out again (identical correct completions, and the judge's one verdict per
-    source, give exactly that). NaN where no group is scored.
+    source, give exactly that).
 
     gated: (N, 2) as handed to TRL (column 1 is c_i * T(G) * f(S_i), NaN when unscored); gate_open: (B,); beta: the
     column's weight."""
     n_groups = gate_open.shape[0]
     correct = gated[:, 0].view(n_groups, -1)  # (B, G)
     term = gated[:, 1].view(n_groups, -1)  # (B, G)
-    has_scored = (~torch.isnan(correct)).any(dim=1)  # (B,)
-    if not has_scored.any():
-        return math.nan
     is_correct = correct == 1  # NaN compares False
     high = torch.where(is_correct, term, torch.full_like(term, -math.inf)).amax(dim=1)  # (B,)
     low = torch.where(is_correct, term, torch.full_like(term, math.inf)).amin(dim=1)  # (B,)
-    ranked = gate_open & (is_correct.sum(dim=1) >= 2) & (high > low) & (beta > 0)  # (B,)
-    return float(ranked[has_scored].double().mean())
+    return gate_open & (is_correct.sum(dim=1) >= 2) & (high > low) & (beta > 0)  # (B,)
+
+
+def speed_ranked_share(gated: torch.Tensor, gate_open: torch.Tensor, beta: float) -> float:
+    """Share of the scored groups that `speed_ranked_groups` counts; NaN where no group is scored."""
+    has_scored = (~torch.isnan(gated[:, 0].view(gate_open.shape[0], -1))).any(dim=1)  # (B,)
+    if not has_scored.any():
+        return math.nan
+    return float(speed_ranked_groups(gated, gate_open, beta)[has_scored].double().mean())
 
 
 def step_log_line(step: int, metrics: dict[str, float]) -> str:
