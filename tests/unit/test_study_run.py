@@ -146,6 +146,41 @@ def test_one_seed_never_counts_as_beating_the_spread(tmp_path):
     assert not arms["frozen_proposer"]["vs_main"]["counts"]
 
 
+def test_the_proposer_valid_share_takes_the_same_rules_and_training_halves(tmp_path):
+    """Two seeds' Proposers on the fixed sets: 20% -> 30% and 40% -> 48% (gains 10 and 8 points: paired yes; the
+    starts 20 points apart: strict no). A frozen Proposer has no rounds and no row. The trainer's own figures come
+    per round as the means of the first and second half of its steps."""
+    def proposer_eval(path, share):
+        path.mkdir(parents=True)
+        (path / "summary.json").write_text(json.dumps({"valid_share": share, "sets": 64, "samples_per_set": 4}))
+
+    for seed, (sft, final) in enumerate([(0.2, 0.3), (0.4, 0.48)]):
+        d = tmp_path / f"seed-{seed}"
+        _summary(d / "eval-sft", 0.1)
+        proposer_eval(d / "proposer-eval-sft", sft)
+        for arm in ("main", "frozen_proposer"):
+            (d / arm / "run").mkdir(parents=True)
+            _summary(d / arm / "eval-round-1", 0.2)
+        proposer_eval(d / "main" / "proposer-eval-round-1", final)
+    steps = [(0, 0, 0.25, -0.4), (0, 2, 0.75, -0.2), (0, 4, 0.5, -0.1), (1, 0, 0.0, -0.5)]
+    (tmp_path / "seed-0" / "main" / "run" / "metrics.jsonl").write_text("".join(
+        json.dumps({"round": r, "phase": "proposer", "step": s, "proposer/valid_share": v, "proposer/reward_mean": w})
+        + "\n" for r, s, v, w in steps) + json.dumps({"round": 0, "phase": "coder", "step": 0}) + "\n")
+    out = collect(tmp_path)
+    rule = out["arms"]["main"]["proposer"]
+    assert rule["seeds"] == [0, 1] and "proposer" not in out["arms"]["frozen_proposer"]
+    assert rule["gain"]["mean"] == pytest.approx(0.09) and rule["gain"]["spread"] == pytest.approx(0.02)
+    assert rule["exceeds_gain_spread"] and not rule["exceeds_spread"]
+    halves = out["runs"]["main/seed-0"]["proposer_training"]
+    assert halves["0"]["steps"] == 3 and halves["0"]["first_valid_share"] == pytest.approx(0.5)
+    assert halves["0"]["second_valid_share"] == pytest.approx(0.5) and halves["0"]["second_reward_mean"] == -0.1
+    assert halves["1"] == {"steps": 1, "first_valid_share": 0.0, "first_reward_mean": -0.5,
+                           "second_valid_share": None, "second_reward_mean": None}
+    text = render({"smoke": False, **out}, [])
+    assert "| main | 0,1 | 30.0% (spread 20.0) | 39.0% (spread 18.0) | 9.0% (spread 2.0) | no | yes |" in text
+    assert "| main/seed-0 | 1 | 1 | 0.0% | n/a | -0.500 | n/a |" in text
+
+
 def test_study_config_names_bad_fields():
     with pytest.raises(ValueError, match="StudyConfig.device"):
         StudyConfig(device="tpu")

@@ -127,6 +127,7 @@ def collect(out: Path) -> dict[str, Any]:
                 "arm": arm_dir.name, "seed": int(m.group(1)), "sft": sft, "rounds": rounds, "same_start": same,
                 "coder_same_tasks": coder_same_tasks(arm_dir / "run"),
                 "speed_term": speed_term(arm_dir / "run"),
+                "proposer_training": proposer_training(arm_dir / "run"),
                 "proposer": proposer_figures(seed_dir, arm_dir)}  # fmt: skip
     arms: dict[str, Any] = {}
     for run in runs.values():
@@ -134,20 +135,18 @@ def collect(out: Path) -> dict[str, Any]:
     table = {}
     for arm, rs in arms.items():
         done = [r for r in rs if r["sft"] and r["rounds"] and r["same_start"] is not False]
-        sft = [r["sft"]["pass@1"] for r in done]
-        final = [r["rounds"][-1]["pass@1"] for r in done]
-        gains = [b - a for a, b in zip(sft, final)]
         fast = [r["rounds"][-1]["fast_1"] for r in done if r["rounds"][-1]["fast_1"] is not None]
-        g, a, b = _spread(gains), _spread(sft), _spread(final)
-        table[arm] = {"seeds": sorted(r["seed"] for r in done), "sft_pass@1": a, "final_pass@1": b,
-                      "gain_pass@1": g, "final_fast_1": _spread(fast),
-                      # one seed has no spread to exceed: never counted
-                      "gain_exceeds_spread": (g is not None and len(done) > 1
-                                              and g["mean"] > max(a["spread"], b["spread"])),
-                      # the paired reading: each seed's gain from its own start, against the spread of those gains
-                      # (seeds whose SFT starts far apart gain alike, and that spread of starts cancels)
-                      "gain_exceeds_gain_spread": (g is not None and len(done) > 1
-                                                   and g["mean"] > g["spread"])}  # fmt: skip
+        rule = gain_rule([r["sft"]["pass@1"] for r in done], [r["rounds"][-1]["pass@1"] for r in done])
+        table[arm] = {"seeds": sorted(r["seed"] for r in done), "sft_pass@1": rule["sft"],
+                      "final_pass@1": rule["final"], "gain_pass@1": rule["gain"], "final_fast_1": _spread(fast),
+                      "gain_exceeds_spread": rule["exceeds_spread"],
+                      "gain_exceeds_gain_spread": rule["exceeds_gain_spread"]}  # fmt: skip
+        # the Proposer's valid share on the fixed sets, by the same rules (a frozen Proposer has no rounds)
+        trained = [r["proposer"] for r in rs if r["proposer"]["sft"] is not None and r["proposer"]["rounds"]]
+        if trained:
+            table[arm]["proposer"] = {"seeds": sorted(r["seed"] for r in rs if r["proposer"] in trained),
+                                      **gain_rule([p["sft"] for p in trained],
+                                                  [p["rounds"][-1]["valid_share"] for p in trained])}  # fmt: skip
     main = table.get("main", {}).get("final_pass@1")
     for row in table.values():
         other = row["final_pass@1"]
@@ -156,6 +155,42 @@ def collect(out: Path) -> dict[str, Any]:
                                                              abs(other["mean"] - main["mean"]) > max(main["spread"],
                                                                                                      other["spread"]))}
     return {"runs": runs, "arms": table}
+
+
+def gain_rule(start: list[float], end: list[float]) -> dict[str, Any]:
+    """Mean and spread of paired start and end figures (one per seed) and of each seed's gain, and whether the mean
+    gain counts: strictly (beyond the spreads of the starts and of the ends) and paired (beyond the spread of the
+    gains: seeds that start far apart and gain alike pass it, as that spread of starts cancels). One seed has no
+    spread to exceed: never counted."""
+    g, a, b = _spread([y - x for x, y in zip(start, end, strict=True)]), _spread(start), _spread(end)
+    several = len(start) > 1
+    return {"sft": a, "final": b, "gain": g,
+            "exceeds_spread": several and g["mean"] > max(a["spread"], b["spread"]),
+            "exceeds_gain_spread": several and g["mean"] > g["spread"]}  # fmt: skip
+
+
+def proposer_training(run_dir: Path) -> dict[str, dict[str, float | int]]:
+    """The Proposer phase's own figures per round, as the trainer logged them: the mean valid share and reward of the
+    round's first half of steps and of its second half. Each step prompts other API sets (some far harder than
+    others), so a step's figure moves with its sets: halves, not steps, and the fixed-set evaluation is the
+    measure."""
+    path = run_dir / "metrics.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()] \
+        if path.is_file() else []
+    by_round: dict[int, list[dict]] = {}
+    for row in rows:
+        if row.get("phase") == "proposer" and "proposer/valid_share" in row:
+            by_round.setdefault(row["round"], []).append(row)
+    out = {}
+    for r, steps in sorted(by_round.items()):
+        steps.sort(key=lambda row: row["step"])
+        half = (len(steps) + 1) // 2
+        out[str(r)] = {"steps": len(steps)}
+        for name, part in (("first", steps[:half]), ("second", steps[half:])):
+            for key in ("valid_share", "reward_mean"):
+                ys = [row[f"proposer/{key}"] for row in part if isinstance(row.get(f"proposer/{key}"), int | float)]
+                out[str(r)][f"{name}_{key}"] = sum(ys) / len(ys) if ys else None
+    return out
 
 
 def _fmt(x: dict | None, pct: bool = True) -> str:
@@ -179,8 +214,8 @@ def render(summary: dict[str, Any], figures: list[str]) -> str:
     for arm, row in summary["arms"].items():
         seeds = ",".join(map(str, row["seeds"])) or "-"
         lines.append(f"| {arm} | {seeds} | {_fmt(row['sft_pass@1'])} | {_fmt(row['final_pass@1'])} | "
-                     f"{_fmt(row['gain_pass@1'])} | {'yes' if row['gain_exceeds_spread'] else 'no'} | "
-                     f"{'yes' if row['gain_exceeds_gain_spread'] else 'no'} | "
+                     f"{_fmt(row['gain_pass@1'])} | {_yes(row['gain_exceeds_spread'])} | "
+                     f"{_yes(row['gain_exceeds_gain_spread'])} | "
                      f"{_fmt(row['final_fast_1'])} | {_vs(row['vs_main'])} |")  # fmt: skip
     n = _rounds(summary)
     heads = "".join(f" round {r} |" for r in range(1, n + 1))
@@ -201,6 +236,28 @@ def render(summary: dict[str, Any], figures: list[str]) -> str:
             cells = [f"{100 * r['valid_share']:.1f}%" for r in p["rounds"]] + ["n/a"] * (n - len(p["rounds"]))
             sft = "n/a" if p["sft"] is None else f"{100 * p['sft']:.1f}%"
             lines.append(f"| {name} | {sft} |" + "".join(f" {c} |" for c in cells))
+        rules = [(arm, row["proposer"]) for arm, row in summary["arms"].items() if row.get("proposer")]
+        if rules:
+            lines += ["", "By the arms table's rules, after the last round against after SFT:", "",
+                      "| arm | seeds | valid share after SFT | after RL | gain | gain > spread | "
+                      "paired: gain > its spread |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+        for arm, p in rules:
+            lines.append(f"| {arm} | {','.join(map(str, p['seeds']))} | {_fmt(p['sft'])} | {_fmt(p['final'])} | "
+                         f"{_fmt(p['gain'])} | {_yes(p['exceeds_spread'])} | {_yes(p['exceeds_gain_spread'])} |")
+    training = {name: run["proposer_training"] for name, run in summary["runs"].items() if run.get("proposer_training")}
+    if training:
+        lines += ["", "## The Proposer's training figures", "",
+                  "Per round, the trainer's own valid share and reward (mean over the first half of the round's steps, "
+                  "then the second half). Each step prompts other API sets, so these move with the sets drawn; the "
+                  "fixed sets above are the measure.", "",
+                  "| run | round | steps | valid share: first half | second half | reward: first half | second half |",
+                  "|---|---|---|---|---|---|---|"]  # fmt: skip
+        for name, rounds in training.items():
+            for r, x in rounds.items():
+                cells = [_pct(x[f"{h}_valid_share"]) for h in ("first", "second")]
+                cells += ["n/a" if x[f"{h}_reward_mean"] is None else f"{x[f'{h}_reward_mean']:+.3f}"
+                          for h in ("first", "second")]
+                lines.append(f"| {name} | {r} | {x['steps']} | " + " | ".join(cells) + " |")
     lines += ["", "## The Coder's training pass rate on the same tasks", "",
               "Per round, over the tasks its Coder phase drew at two or more steps: the mean pass rate at each task's "
               "first step and at its last (a step's own rate moves with the tasks it drew).", "",
@@ -227,6 +284,14 @@ def render(summary: dict[str, Any], figures: list[str]) -> str:
     for name in figures:
         lines += [f"![{name}](plots/{name})", ""]
     return "\n".join(lines)
+
+
+def _yes(x: bool) -> str:
+    return "yes" if x else "no"
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
 def _vs(x: dict | None) -> str:
