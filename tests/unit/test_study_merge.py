@@ -186,3 +186,20 @@ def test_the_queue_never_starts_a_run_whose_results_are_all_in_its_folder(tmp_pa
     assert "main:0: every result is in" in printed and "finished before" in printed and "started main:0" not in printed
     assert (out / "study.tgz").is_file()
 
+
+
+def test_the_queue_says_how_far_a_run_cut_inside_its_loop_got(tmp_path):
+    """A stage is recorded once it ends, so a call cut inside the loop said only "models ran": the units the loop
+    committed and the last step it logged past them tell how far it got."""
+    d = tmp_path / "main-s1"
+    run = d / "seed-1" / "main" / "run"
+    run.mkdir(parents=True)
+    (d / "stages.jsonl").write_text(json.dumps({"stage": "models", "action": "ran", "seconds": 0.2}) + "\n"
+                                    + json.dumps({"stage": "eval-sft", "action": "skipped", "seconds": 0}) + "\n")
+    (run / "units.jsonl").write_text(json.dumps({"unit": "r0.proposer", "seconds": 354.19}) + "\n")
+    (run / "metrics.jsonl").write_text("".join(json.dumps({"round": r, "phase": ph, "step": s}) + "\n" for r, ph, s in
+                                               [(0, "proposer", 14), (0, "coder", 0), (0, "coder", 2)]))
+    assert study_parallel.stage_lines(d) == ["models ran 0s", "loop units r0.proposer 354s",
+                                             "last logged: round 0 coder step 2"]
+    (run / "finished.json").write_text("{}")
+    assert study_parallel.stage_lines(d)[-1] == "loop units r0.proposer 354s"
