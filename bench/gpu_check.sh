@@ -13,7 +13,8 @@
 # on a fresh machine, where the weights are trained again)
 # study_many (KZ_STUDY_RUNS="main:0 main:1 main:2 correctness_only:0 ...", a queue (KZ_STUDY_PARALLEL: at once), each in
 # KZ_STUDY_DIR/ARM-sSEED; bench/study_parallel.py; $OUT/study.tgz (the merged folder), $OUT/weights.tgz.00, .01, ...
-# (the weights the runs still need) and $OUT/study-logs.tgz; on a fresh machine KZ_STUDY_FROM=.study/study.tgz, with
+# (the weights the runs still need, then, within KZ_STUDY_WEIGHTS_MB (default 48), the last checkpoint of each loop
+# phase cut part-way) and $OUT/study-logs.tgz; on a fresh machine KZ_STUDY_FROM=.study/study.tgz, with
 # the weights parts beside it, resumes every run where it stopped; a second study in its own KZ_STUDY_DIR starts each
 # seed from a first one's SFT with KZ_STUDY_ARGS="--config configs/study_h200_v2.yaml --sft-from .study/study.tgz");
 # on 2+ GPUs: coder2
@@ -88,7 +89,8 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
     study_many) step study_many timeout -k 30 $(( ${KZ_STUDY_LIMIT:-540} + 120 )) python3 bench/study_parallel.py \
               --root "${KZ_STUDY_DIR:-/tmp/kz-study}" --runs ${KZ_STUDY_RUNS:-main:0 main:1 main:2} \
               --parallel ${KZ_STUDY_PARALLEL:-1} --limit ${KZ_STUDY_LIMIT:-540} --out "$OUT" \
-              ${KZ_STUDY_FROM:+--from-pack "$KZ_STUDY_FROM"} -- ${KZ_STUDY_ARGS:-} ;;
+              ${KZ_STUDY_FROM:+--from-pack "$KZ_STUDY_FROM"} ${KZ_STUDY_WEIGHTS_MB:+--weights-mb $KZ_STUDY_WEIGHTS_MB} \
+              -- ${KZ_STUDY_ARGS:-} ;;
     eval) step eval timeout ${KZ_EVAL_TIMEOUT:-600} python3 -m kernelzero.cli eval --tasks .kb/KernelBench \
               --solutions bench/kb_solutions --only-with-solutions --backend triton --workers 1 --out "$OUT/eval" ;;
   esac

@@ -6,16 +6,22 @@ and starts from a copy of that seed's SFT (`study.merge.seed_arm_folder`), so bo
 evaluation after SFT. A run whose folder already holds every result is not started again
 (`study.weights.run_finished`). At --limit seconds every run still going gets SIGINT (each stage resumes: rerun the same
 command on the same machine). At the end the folders are merged (`study.merge.merge`) into ROOT/merged, whose report
-is the study's, packed without weights to OUT/study.tgz; beside it go the weights the runs still need (WEIGHTS parts)
-and their logs (study-logs.tgz). On a fresh machine, --from-pack OUT/study.tgz (its weights parts beside it) splits
-both back into the run folders under the same --root, and every run resumes where it stopped.
+is the study's, packed without weights to OUT/study.tgz; beside it go the weights the runs still need (WEIGHTS parts),
+within --weights-mb the last checkpoint of each loop phase cut part-way, and the runs' logs (study-logs.tgz). On a
+fresh machine, --from-pack OUT/study.tgz (its weights parts beside it) splits both back into the run folders under the
+same --root, and every run resumes where it stopped (a phase whose checkpoint did not fit, from its start).
 
 --parallel above 1 runs several at once on the one GPU. Measured on an H100 80 GB (2026-12-06, configs/study_h200.yaml,
 3 seeds at once): it does not pay. Each run's SFT took 120-167 s (59 s alone in the pilot) and its evaluation after
 SFT 271-298 s (128 s alone), about 1.3x the work per device second; the judges' workers (624 MB of GPU memory each,
 about 40 of them) and three trainers (14-22 GB each) filled the 80 GB and one run died out of memory in its Coder
 phase. Runs at once also time each verdict beside the others' kernels (each judge's timing lock holds only its own):
-speedups, fast_1 and the reward's speed term then carry that noise. The default is 1: a queue.
+speedups, fast_1 and the reward's speed term then carry that noise. The default is 1: a queue. With the second
+study's 1M-parameter models (configs/study_h200_v2.yaml, 2026-12-06, 3 then 4 runs at once on an H100 and an H200)
+memory is no limit (35-40 GB of the GPU's, 16-19 GB of the host's) and the CPU sat 15-50% busy at a load of 15-40,
+yet one judged Proposer batch took 12-218 s: each valid proposed task's l(m) samples wait on a fresh reference
+(`ref.sized` 9 s and `ref.run` 23 s for a 1048 x 128 softmax in a cold pool), more so the more valid tasks a seed's
+Proposer writes.
 
     python bench/study_parallel.py --root /tmp/kz-study --runs main:0 main:1 main:2 --out $OUT \\
         -- --config configs/study_h200.yaml --corpus-from bench/results/study_h100_d1bb4a6.tgz
@@ -150,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=float, default=540.0, help="seconds until every run still going gets SIGINT")
     ap.add_argument("--out", required=True, help="logs and study.tgz (the merged folder without weights)")
     ap.add_argument("--from-pack", help="a fresh machine: unpack this merged pack and start each run's folder from it")
+    ap.add_argument("--weights-mb", type=float, default=48.0, help="MiB the weights parts may hold: the weights the "
+                    "runs need always go, then the checkpoints of phases cut part-way while they fit, so those phases "
+                    "resume where they were on the next machine (default 48: a lent machine's carry is 64 MiB, the "
+                    "repository and the pack included)")  # fmt: skip
     ap.add_argument("study_args", nargs=argparse.REMAINDER, help="after --: arguments of every `kernelzero study`")
     args = ap.parse_args(argv)
     try:
@@ -208,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in runs:
         state = "finished before" if r.finished_before else "not started" if r.proc is None else f"rc={r.rc}"
         print(f"{r.name:22s} {state:12s} ran: {'; '.join(stage_lines(r.dir)) or '-'}")
-    return report(root, [r.dir for r in runs if r.dir.is_dir()], out)
+    return report(root, [r.dir for r in runs if r.dir.is_dir()], out, args.weights_mb)
 
 
 def split_pack(pack_path: Path, root: Path, runs: list[tuple[str, int]]) -> None:
@@ -242,10 +252,10 @@ def split_pack(pack_path: Path, root: Path, runs: list[tuple[str, int]]) -> None
         print(f"weights from {first.name}: {', '.join(unpacked)}")
 
 
-def report(root: Path, folders: list[Path], out: Path) -> int:
+def report(root: Path, folders: list[Path], out: Path, budget_mb: float = 48.0) -> int:
     from kernelzero.study.merge import merge
     from kernelzero.study.report import write_study_report
-    from kernelzero.study.weights import needed_weights, pack, pack_weights
+    from kernelzero.study.weights import folder_bytes, needed_weights, pack, pack_weights, resume_checkpoints
 
     if not folders:
         print("nothing to merge")
@@ -264,9 +274,25 @@ def report(root: Path, folders: list[Path], out: Path) -> int:
         arm, seed = arm_seed(f)
         main = arm == "main" or not folder(root, "main", seed).is_dir()
         items += [(f / rel, f"{f.name}/{rel}") for rel in needed_weights(f) if main or rel.parts[1] != "sft"]
+    # then the checkpoints of phases cut part-way, the furthest first, while the weights stay within the budget
+    # (what a lent machine takes back in: its whole carry is 64 MiB)
+    room = budget_mb * 2**20 - sum(folder_bytes(f) for f, _ in items)
+    resumable = sorted(((step, f / rel, f"{f.name}/{rel}") for f in folders for step, rel in resume_checkpoints(f)),
+                       key=lambda x: -x[0])  # fmt: skip
+    carried, left = [], []
+    for step, path, name in resumable:
+        size = folder_bytes(path)
+        (carried if size <= room else left).append(f"{name} (step {step}, {size / 2**20:.1f} MiB)")
+        if size <= room:
+            items.append((path, name))
+            room -= size
     parts = pack_weights(items, out / WEIGHTS)
     print(f"weights still needed: {len(items)} folder(s) in {len(parts)} part(s) of at most 15 MiB: "
-          f"{', '.join(p.name for p in parts) or '-'}\n")
+          f"{', '.join(p.name for p in parts) or '-'}")
+    for what, names in (("carried", carried), (f"left out (over the {budget_mb:.0f} MiB budget)", left)):
+        if names:
+            print(f"phases cut part-way, {what}: {'; '.join(names)}")
+    print()
     print((merged / "report.md").read_text(encoding="utf-8"))
     logs = sorted(out.glob("study-*.log"))  # one file for them all: a lent machine returns at most 8 files
     if logs:

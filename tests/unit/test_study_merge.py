@@ -11,7 +11,7 @@ import pytest
 
 from kernelzero.study.merge import merge, seed_arm_folder
 from kernelzero.study.report import collect
-from kernelzero.study.weights import needed_weights, pack_weights, run_finished, unpack_weights
+from kernelzero.study.weights import needed_weights, pack_weights, resume_checkpoints, run_finished, unpack_weights
 from support import eval_summary as _summary
 
 
@@ -203,3 +203,47 @@ def test_the_queue_says_how_far_a_run_cut_inside_its_loop_got(tmp_path):
                                              "last logged: round 0 coder step 2"]
     (run / "finished.json").write_text("{}")
     assert study_parallel.stage_lines(d)[-1] == "loop units r0.proposer 354s"
+
+
+def _checkpoint(phase: Path, step: int, size: int, complete: bool = True) -> None:
+    """A trainer checkpoint as transformers writes it: weights and optimizer state, trainer_state.json last."""
+    ckpt = phase / f"checkpoint-{step}"
+    ckpt.mkdir(parents=True)
+    (ckpt / "model.safetensors").write_bytes(bytes([step]) * size)
+    (ckpt / "optimizer.pt").write_bytes(bytes([step + 1]) * 2 * size)
+    if complete:
+        (ckpt / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+
+
+def test_a_phase_cut_part_way_travels_as_its_last_whole_checkpoint_where_the_budget_allows(tmp_path, capsys):
+    """Seed 0's round-0 Proposer phase was cut after step 4 (its step-6 checkpoint torn by the kill), seed 1's after
+    step 2; seed 0's round-0 Coder phase is done (its checkpoints do not travel). With room for one
+    checkpoint the furthest goes, the other is named as left out; a fresh machine finds it where the phase resumes."""
+    runs = tmp_path / "runs"
+    folders = [_folder(runs, "main", 0, 0.1, 0.3, "aaaa"), _folder(runs, "main", 1, 0.1, 0.3, "bbbb")]
+    for f, step in zip(folders, (4, 2), strict=True):
+        seed = study_parallel.arm_seed(f)[1]
+        phases = f / f"seed-{seed}" / "main" / "run" / "checkpoints" / "round-0"
+        _checkpoint(phases / "proposer", step, 4000)
+        _checkpoint(phases / "proposer", step - 2, 4000)
+        _checkpoint(phases / "proposer", step + 2, 4000, complete=False)
+    done = folders[0] / "seed-0" / "main" / "run" / "checkpoints" / "round-0" / "coder"
+    _checkpoint(done, 8, 4000)
+    (done / "final").mkdir()
+    (done / "final" / "model.safetensors").write_bytes(b"c" * 100)
+    assert [(s, str(p)) for s, p in resume_checkpoints(folders[0])] == [
+        (4, "seed-0/main/run/checkpoints/round-0/proposer/checkpoint-4")]
+    out = tmp_path / "out"
+    out.mkdir()
+    assert study_parallel.report(runs, folders, out, budget_mb=20_000 / 2**20) == 0  # room for one of 12,000 bytes
+    printed = capsys.readouterr().out
+    assert "carried: main-s0/seed-0/main/run/checkpoints/round-0/proposer/checkpoint-4 (step 4" in printed
+    assert "left out (over the 0 MiB budget): main-s1/seed-1/main/run/checkpoints/round-0/proposer/checkpoint-2" in (
+        printed)
+    root = tmp_path / "fresh"
+    study_parallel.split_pack(out / "study.tgz", root, [("main", 0), ("main", 1)])
+    phase = root / "main-s0" / "seed-0" / "main" / "run" / "checkpoints" / "round-0"
+    assert (phase / "proposer" / "checkpoint-4" / "optimizer.pt").read_bytes() == bytes([5]) * 8000
+    assert sorted(p.name for p in (phase / "proposer").iterdir()) == ["checkpoint-4"]
+    assert not (phase / "coder").exists()  # a finished phase's checkpoints never travel (its final/ evaluated)
+    assert not (root / "main-s1" / "seed-1" / "main" / "run" / "checkpoints" / "round-0" / "proposer").exists()

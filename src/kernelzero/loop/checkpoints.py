@@ -18,26 +18,36 @@ from pathlib import Path
 from kernelzero.loop.runlog import FAULT_ENV, fault
 
 
+def checkpoint_step(ckpt: Path) -> int | None:
+    """The global step a complete checkpoint-N folder was saved at; None for one a kill left incomplete
+    (transformers writes trainer_state.json last)."""
+    try:
+        return int(json.loads((ckpt / "trainer_state.json").read_text())["global_step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def clean_torn_checkpoints(output_dir: Path) -> list[str]:
-    """Delete checkpoint-N folders a kill left incomplete (transformers writes trainer_state.json last)."""
+    """Delete checkpoint-N folders a kill left incomplete."""
     removed = []
     for ckpt in sorted(output_dir.glob("checkpoint-*")) if output_dir.is_dir() else []:
-        try:
-            json.loads((ckpt / "trainer_state.json").read_text())
-        except (OSError, ValueError):
+        if checkpoint_step(ckpt) is None:
             shutil.rmtree(ckpt)
             removed.append(ckpt.name)
     return removed
 
 
+def last_checkpoint(output_dir: Path) -> tuple[int, Path] | None:
+    """(step, folder) of the phase's latest complete checkpoint, where it resumes from; None without one."""
+    found = [(step, c) for c in output_dir.glob("checkpoint-*") if (step := checkpoint_step(c)) is not None]
+    return max(found, default=None)
+
+
 def finished_checkpoint(output_dir: Path, max_steps: int) -> Path | None:
     """The phase's complete checkpoint at (or past) max_steps, if a kill came after it and before the commit."""
     for ckpt in sorted(output_dir.glob("checkpoint-*")) if output_dir.is_dir() else []:
-        try:
-            step = json.loads((ckpt / "trainer_state.json").read_text())["global_step"]
-        except (OSError, ValueError, KeyError):
-            continue
-        if step >= max_steps:
+        step = checkpoint_step(ckpt)
+        if step is not None and step >= max_steps:
             return ckpt
     return None
 

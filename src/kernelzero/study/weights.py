@@ -85,8 +85,9 @@ def needed_weights(out: str | Path) -> list[Path]:
     """The weight folders study folder `out` still needs to go on, small enough to travel with it for the study's
     small models (about 4 MB a role): each seed's SFT `final/` of both roles (arms not yet run start from them), and
     each loop round's `final/` whose evaluation after that round is not done (a run part-way resumes from its last
-    round's; an unevaluated round needs its own). Trainer checkpoints (optimizer state, three times the weights) never:
-    a phase cut part-way runs again from its start. Relative to `out`."""
+    round's; an unevaluated round needs its own). Trainer checkpoints (optimizer state, three times the weights) are
+    not among them: without one a phase cut part-way runs again from its start (`resume_checkpoints` lists those a
+    carrier may add). Relative to `out`."""
     out = Path(out)
     found = [p for p in sorted(out.glob("seed-*/sft/*/final")) if weights_digest(p)]
     for final in sorted(out.glob("seed-*/*/run/checkpoints/round-*/*/final")):
@@ -95,6 +96,24 @@ def needed_weights(out: str | Path) -> list[Path]:
         if not done.is_file() and weights_digest(final):
             found.append(final)
     return [p.relative_to(out) for p in found]
+
+
+def resume_checkpoints(out: str | Path) -> list[tuple[int, Path]]:
+    """(step, folder) of the latest complete trainer checkpoint of each loop phase cut part-way (no `final/` weights
+    yet), relative to `out`, most steps first. `needed_weights` leaves them out (a checkpoint is its weights and
+    three times as much optimizer state); carried where room allows, the phase resumes at that step on another
+    machine, as it does on the same one, instead of from its start."""
+    from kernelzero.loop.checkpoints import last_checkpoint
+
+    out, found = Path(out), []
+    for phase in sorted(out.glob("seed-*/*/run/checkpoints/round-*/*")):
+        if phase.is_dir() and not weights_digest(phase / "final") and (last := last_checkpoint(phase)):
+            found.append((last[0], last[1].relative_to(out)))
+    return sorted(found, key=lambda x: -x[0])
+
+
+def folder_bytes(folder: str | Path) -> int:
+    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
 
 
 WEIGHT_PART_BYTES = 15 * 2**20
@@ -245,6 +264,6 @@ def run_finished(out: str | Path, arm: str, train_proposer: bool, seed: int) -> 
     return all(m.is_file() for m in marks)
 
 
-__all__ = ["CARRIED", "WEIGHTS_PACK", "corpus_source", "is_weights", "needed_weights", "pack", "pack_weights",
-           "retire", "run_finished", "run_needs_lost_weights", "sft_weights", "study_source", "unpack",
-           "unpack_weights", "weightless", "weights_digest"]
+__all__ = ["CARRIED", "WEIGHTS_PACK", "corpus_source", "folder_bytes", "is_weights", "needed_weights", "pack",
+           "pack_weights", "resume_checkpoints", "retire", "run_finished", "run_needs_lost_weights", "sft_weights",
+           "study_source", "unpack", "unpack_weights", "weightless", "weights_digest"]
