@@ -20,8 +20,9 @@ speedups, fast_1 and the reward's speed term then carry that noise. The default 
 study's 1M-parameter models (configs/study_h200_v2.yaml, 2026-12-06, 3 then 4 runs at once on an H100 and an H200)
 memory is no limit (35-40 GB of the GPU's, 16-19 GB of the host's) and the CPU sat 15-50% busy at a load of 15-40,
 yet one judged Proposer batch took 12-218 s: each valid proposed task's l(m) samples wait on a fresh reference
-(`ref.sized` 9 s and `ref.run` 23 s for a 1048 x 128 softmax in a cold pool), more so the more valid tasks a seed's
-Proposer writes.
+(`ref.sized`, the worker's start then included, 9 s and `ref.run` 23 s for a 1024 x 512 GELU-exp-sum, against 1.9 s
+and 0.06 s on the dev box's CPU), more so the more valid tasks a seed's Proposer writes. A verdict's stages now split
+both (`ref.start`, `ref.start.cuda_init`, `ref.run.trials`, ...) to say where.
 
     python bench/study_parallel.py --root /tmp/kz-study --runs main:0 main:1 main:2 --out $OUT \\
         -- --config configs/study_h200.yaml --corpus-from bench/results/study_h100_d1bb4a6.tgz

@@ -78,6 +78,13 @@ def test_honest_kernel_is_timed_through_the_whole_protocol(judge, task):
     assert {"wait_trials", "wait_timing", "run.first_call", "run.trials", "run.save", "time.timing", "timed_save",
             "timed_save.save", "wait_timed_check", "timed_check"} <= set(v.stage_s)
     assert 0 < v.stage_s["run.first_call"] <= v.stage_s["run.trials"] <= v.stage_s["run"]
+    # the reference's too (its verdict carries them): the worker's start apart, then its split of the run, whose
+    # parts lie inside the parent's measure of it
+    ref = {k: x for k, x in v.stage_s.items() if k.startswith("ref.run.")}
+    assert set(ref) == {f"ref.run.{p}" for p in ("model", "trials", "replay", "canaries", "wide", "seal")}
+    assert 0 < v.stage_s["ref.run.trials"] and sum(ref.values()) <= v.stage_s["ref.run"] + 0.01
+    assert {"ref.start", "ref.sized.import", "ref.sized.meta"} <= set(v.stage_s)
+    assert "ref.start.cuda_init" not in v.stage_s and "start.cuda_init" not in v.stage_s  # on a GPU only
 
 
 class _LockSpy:

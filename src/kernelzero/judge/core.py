@@ -64,7 +64,7 @@ from kernelzero.judge.sandbox.messages import (
     parse,
 )
 from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes, describe_exit, isolation_mode
-from kernelzero.judge.stages import marks, stopwatch, waited
+from kernelzero.judge.stages import add_split, marks, stopwatch, waited
 from kernelzero.judge.triton_front import front_verdict
 from kernelzero.judge.verdict import Timing, Verdict
 from kernelzero.judge.wide import wide_plan
@@ -322,7 +322,10 @@ class Judge(MemoryPlanning, Comparing):
                     exit_ = sb.finish()
                     ref.error = f"reference worker {describe_exit(exit_.returncode)}: {exit_.log_tail[-800:]}"
                     break
-                if isinstance(msg, ReferenceSized):
+                if isinstance(msg, Started):  # the worker is up (forked, or a warm one taken), its CUDA started
+                    mark("start")
+                    add_split(ref.stage_s, "ref.start", msg.seconds)
+                elif isinstance(msg, ReferenceSized):
                     ref.footprint = Footprint(**msg.footprint) if msg.footprint is not None else None
                     ref.too_large = self._too_large(ref.footprint)
                     if ref.too_large is not None:
@@ -330,6 +333,7 @@ class Judge(MemoryPlanning, Comparing):
                         break
                     self._plan(ref)
                     mark("sized")
+                    add_split(ref.stage_s, "ref.sized", msg.seconds)
                     held = self._admit_reference(ref, alone)
                     mark("wait_memory")
                     if alone and self.device == "cuda":
@@ -340,6 +344,7 @@ class Judge(MemoryPlanning, Comparing):
                     deadline = time.monotonic() + o.build_timeout_s + o.run_timeout_s
                 elif isinstance(msg, ReferenceOutputs):
                     mark("run")
+                    add_split(ref.stage_s, "ref.run", msg.seconds)
                     if not self._take_outputs(ref, sb.load_output("out", self.compare_device), msg):
                         break
                     mark("load")
@@ -454,9 +459,7 @@ class Judge(MemoryPlanning, Comparing):
                         raise fail("crashed", f"worker died during {stage} ({how}) without a result\n{exit_.log_tail}")
                     if isinstance(msg, kind):
                         stage_s[stage] = round(time.monotonic() - t0, 3)
-                        split = getattr(msg, "seconds", None)  # the worker's own split of the stage (figures only)
-                        for part, seconds in list(split.items())[:8] if isinstance(split, dict) else ():
-                            stage_s[f"{stage}.{part[:24]}"] = round(float(seconds), 3)
+                        add_split(stage_s, stage, getattr(msg, "seconds", None))
                         return msg
                     if isinstance(msg, Failed):
                         status = "compile_error" if msg.stage in ("import", "compile") else "runtime_error"

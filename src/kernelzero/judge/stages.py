@@ -19,6 +19,13 @@ def marks(stage_s: dict[str, float], prefix: str) -> Callable[[str], None]:
     return mark
 
 
+def add_split(stage_s: dict[str, float], stage: str, split: object) -> None:
+    """Record a worker's own split of `stage` (`messages.Split`: part -> seconds) as `stage_s[stage.part]`; the
+    worker's word, so at most 8 parts of short names, and figures only."""
+    for part, seconds in list(split.items())[:8] if isinstance(split, dict) else ():
+        stage_s[f"{stage}.{str(part)[:24]}"] = round(float(seconds), 3)
+
+
 @contextlib.contextmanager
 def stopwatch(stage_s: dict[str, float], name: str):
     """Record in `stage_s[name]` the wall seconds the block took, when it completes (where throughput goes)."""

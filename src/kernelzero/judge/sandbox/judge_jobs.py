@@ -80,13 +80,24 @@ def job_reference(job: dict, chan: Channel, torch, bound: Bound) -> None:
     """Sizes first (the `meta` device: nothing allocated), then, once the parent has admitted the task's memory and
     sent its plan, the trials, replays and wide trials into the `out` memfd, the degenerate canaries, and timing."""
     device = job["device"]
+    clock = [bound.perf_counter()]
+
+    def lap() -> float:  # seconds since the last lap: the worker's split of a stage (`stage_s` figures only)
+        now = bound.perf_counter()
+        took, clock[0] = now - clock[0], now
+        return took
+
     task_mod = load_module(job["task_path"], "kz_task")
     init_inputs = list(task_mod.get_init_inputs())
-    chan.send(wire(ReferenceSized(footprint=meta_footprint(torch, task_mod, init_inputs))))
+    sized = {"import": lap()}
+    footprint = meta_footprint(torch, task_mod, init_inputs)
+    chan.send(wire(ReferenceSized(footprint=footprint, seconds={**sized, "meta": lap()})))
     command = json.loads(sys.stdin.readline() or "{}")  # the plan, once the parent has admitted our memory
     if command.get("cmd") != "run":
         return
+    lap()
     model = build_model(torch, task_mod.Model, init_inputs, job["init_seed"], device)
+    seconds = {"model": lap()}
     recorder = make_op_recorder(torch)
     out = bound.writer("out")
     kept: list[list] = []  # the trials' outputs on the device, for the canaries
@@ -102,10 +113,12 @@ def job_reference(job: dict, chan: Channel, torch, bound: Bound) -> None:
         structures += s
         outputs += o
         sums += c
+    seconds["trials"] = lap()
     replay = []  # only the perturbed entries come here: an unperturbed one is its trial's output (the parent's)
     for entry in command.get("replay", []):
         inputs = replay_inputs(torch, task_mod, command["seeds"], entry, device)
         replay.append(checked_forward(torch, bound, model, inputs, device, keep=out.add)[1])
+    seconds["replay"] = lap()
     # Degenerate-task canaries, here on the device (a copy of a 6 GB input per trial would cross to the parent).
     identity, reductions = [], []
     for seed, outs in zip(command["seeds"], kept):
@@ -115,6 +128,7 @@ def job_reference(job: dict, chan: Channel, torch, bound: Bound) -> None:
     reduces = set(main_compute(recorder.ops)) <= REDUCTION_FAMILIES  # a task that IS a reduction matches one
     degenerate = degenerate_canary(kept, identity, job["atol"], job["rtol"], None if reduces else reductions)
     del identity, reductions
+    seconds["canaries"] = lap()
     wide = []  # judge/wide.py: a trial the task itself cannot run is None, dropped by the parent
     for entry in command.get("wide", []):
         try:
@@ -124,9 +138,11 @@ def job_reference(job: dict, chan: Channel, torch, bound: Bound) -> None:
         except Exception:
             wide.append(None)
     kept.clear()  # the device copies go before timing
+    seconds["wide"] = lap()
     bound.seal("out", out, {"outputs": outputs, "replay": replay, "wide": wide})
+    seconds["seal"] = lap()
     chan.send(wire(ReferenceOutputs(structures=structures, checksums=sums, ops=recorder.ops, degenerate=degenerate,
-                                    gpu_peak=gpu_peak(torch), rss_peak=rss_peak())))  # fmt: skip
+                                    gpu_peak=gpu_peak(torch), rss_peak=rss_peak(), seconds=seconds)))  # fmt: skip
     if not job.get("timing"):
         return
     # Everything slow happens before the parent takes the GPU's timing lock: inputs, and torch.compile's

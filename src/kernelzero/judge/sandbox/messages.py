@@ -65,6 +65,7 @@ class Started:
     event: ClassVar[str] = "started"
     pid: int | None = None
     veil: Annotated[str, _short] | None = None  # how the job's scratch was isolated: a mount point, or `none`
+    seconds: Split = field(default_factory=dict)  # the worker's CUDA start (init, device channel) on a GPU
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ class ReferenceSized:
 
     event: ClassVar[str] = "sized"
     footprint: dict[str, Count] | None = None
+    seconds: Split = field(default_factory=dict)  # the task's import, the meta run
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ class ReferenceOutputs:
     degenerate: Annotated[str, _short] | None = None  # the canary that passes the check on every trial, if any
     gpu_peak: Count | None = None  # device bytes the worker's allocator reserved at its peak
     rss_peak: Count | None = None  # the worker's peak resident set, bytes
+    seconds: Split = field(default_factory=dict)  # model, trials, replays, canaries, wide trials, seal
 
 
 @dataclass(frozen=True)

@@ -118,12 +118,16 @@ def main(argv: list[str]) -> int:
 
         bound = Bound(torch)
         bound.output_fds = {k: int(v) for k, v in (job.get("output_fds") or {}).items()}
+        started = {}  # seconds: a pre-spawned worker's CUDA context exists already (prewarm), ~0 s here
         if job["device"] == "cuda":
+            t0 = bound.perf_counter()
             torch.cuda.init()
+            t1 = bound.perf_counter()
             bound.open_device_channel(int(job.get("device_fd", -1)), int(job.get("device_min_bytes") or 0))
+            started = {"cuda_init": t1 - t0, "device_channel": bound.perf_counter() - t1}
         set_precision_policy(torch, bool(job.get("allow_tf32", False)))
         veil = os.environ.get("KZ_SCRATCH_VEIL")  # set by the namespace prelude: were sibling scratches hidden?
-        chan.send(wire(Started(pid=os.getpid(), veil=veil or None)))
+        chan.send(wire(Started(pid=os.getpid(), veil=veil or None, seconds=started)))
         JOBS[job["kind"]](job, chan, torch, bound)
         chan.send(wire(Done()))
     except StageError as err:
