@@ -27,6 +27,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from kernelzero.loop.checkpoints import last_checkpoint
+
 WEIGHT_FOLDERS = ("models", "final")
 """Folders of weights and tokenizer (the initial models, each role's `final/`), left out of a pack."""
 WEIGHT_PREFIX = "checkpoint"
@@ -103,8 +105,6 @@ def resume_checkpoints(out: str | Path) -> list[tuple[int, Path]]:
     yet), relative to `out`, most steps first. `needed_weights` leaves them out (a checkpoint is its weights and
     three times as much optimizer state); carried where room allows, the phase resumes at that step on another
     machine, as it does on the same one, instead of from its start."""
-    from kernelzero.loop.checkpoints import last_checkpoint
-
     out, found = Path(out), []
     for phase in sorted(out.glob("seed-*/*/run/checkpoints/round-*/*")):
         if phase.is_dir() and not weights_digest(phase / "final") and (last := last_checkpoint(phase)):
