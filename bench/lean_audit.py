@@ -1,7 +1,7 @@
 """Audit torch's headers for the lean host build (judge/build/lean.py): writes the table the judge needs.
 
-The lean build compiles a bound candidate's host TU against fewer headers than torch/extension.h: everything it
-includes except torch/{data,jit,nn,optim,serialize}.h and pybind11 (the standard headers and Python.h stay). That
+The lean build compiles a bound candidate's host TU against fewer headers than torch/extension.h: of torch/all.h's own
+headers only `lean.KEPT` (torch/types.h, torch/cuda.h), no pybind11, and the standard headers and Python.h. That
 is only the same program if nothing the candidate's code names is declared in the headers left out. This script
 lists, with libclang, every declaration those headers add (the files torch/extension.h reaches and the lean set
 does not), and sorts the names into what the judge's guard needs:
@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from kernelzero.judge.build.lean import LEFT_OUT, TOP_NAMESPACES, fingerprint, table_name  # noqa: E402
+from kernelzero.judge.build.lean import KEPT, TOP_NAMESPACES, fingerprint, table_name  # noqa: E402
 
 FUNCTION_KINDS = {"FUNCTION_DECL", "FUNCTION_TEMPLATE", "CONVERSION_FUNCTION"}
 SPECIALIZATION_KINDS = {"CLASS_TEMPLATE_PARTIAL_SPECIALIZATION"}
@@ -104,9 +104,12 @@ def main() -> None:
         return tu, {str(i.include.name) for i in tu.get_includes()}
 
     full, full_files = parse("#include <torch/extension.h>\n", "full.cpp")
-    # the lean set: all.h's own includes but the left-out ones, the standard headers torch includes, and Python.h
+    # the lean set: all.h's own includes that lean.KEPT names, the standard headers torch includes, and Python.h
     all_h = (include / "torch/csrc/api/include/torch/all.h").read_text()
-    torch_includes = [h for h in re.findall(r"#include <(torch/\w+\.h)>", all_h) if h not in LEFT_OUT]
+    all_includes = re.findall(r"#include <(torch/\w+\.h)>", all_h)
+    torch_includes = [h for h in all_includes if h in KEPT]
+    if sorted(torch_includes) != sorted(KEPT):
+        sys.exit(f"lean_audit: torch/all.h does not include {sorted(set(KEPT) - set(torch_includes))}")
     # and the standard and Python headers torch's own files include (their content is not torch's to audit)
     dirs = [*gcc, pyinc]
     def spelled(name: str) -> str | None:  # as an #include <...> names it: relative to its deepest search dir
@@ -220,7 +223,7 @@ def main() -> None:
     lean_m = macros("".join(f"#include <{h}>\n" for h in includes))
     changed = {n for n in full_m.keys() | lean_m.keys() if full_m.get(n) != lean_m.get(n)}
     blocked |= changed
-    table = {"torch": version, "std": std, "includes": includes, "left_out": sorted(LEFT_OUT),
+    table = {"torch": version, "std": std, "includes": includes, "left_out": sorted(set(all_includes) - set(KEPT)),
              "fingerprint": fingerprint(include), "blocked": sorted(blocked),
              "scoped": {n: sorted(sorted(c) for c in v) for n, v in sorted(scoped.items())},
              "adl": {n: sorted(sorted(c) for c in v) for n, v in sorted(adl.items())},

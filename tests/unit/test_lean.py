@@ -43,20 +43,31 @@ def test_installed_table_needs_the_audited_headers_byte_for_byte(tmp_path, monke
     (include / "torch" / "a.h").write_text("int a;\n")
     version = torch.__version__.split("+")[0]
     table = {"torch": version, "fingerprint": lean.fingerprint(include), "blocked": ["nn"], "scoped": {}, "adl": {},
-             "includes": ["torch/types.h"]}  # fmt: skip
+             "includes": ["vector", "torch/types.h", "torch/cuda.h", "Python.h"]}  # fmt: skip
     (tmp_path / "tables").mkdir()
-    (tmp_path / "tables" / lean.table_name(version)).write_text(json.dumps(table))
+    path = tmp_path / "tables" / lean.table_name(version)
+    path.write_text(json.dumps(table))
     monkeypatch.setattr(lean, "TABLES", tmp_path / "tables")
     monkeypatch.setattr(torch, "__file__", str(tmp_path / "__init__.py"))  # its include dir: tmp_path/include
     lean.installed_table.cache_clear()
+    lean.load_table.cache_clear()
     try:
         assert lean.installed_table()["blocked"] == frozenset({"nn"})
+        # audited for another lean set (torch/autograd.h kept too): stale until audited again
+        path.write_text(json.dumps({**table, "includes": [*table["includes"], "torch/autograd.h"]}))
+        lean.installed_table.cache_clear()
+        lean.load_table.cache_clear()
+        assert lean.installed_table() is None
+        path.write_text(json.dumps(table))
         (include / "torch" / "a.h").write_text("int a; int b;\n")  # one header changed: the audit no longer holds
         lean.installed_table.cache_clear()
+        lean.load_table.cache_clear()
         assert lean.installed_table() is None
     finally:
         lean.installed_table.cache_clear()
-    assert lean.header_text(table) == "#pragma once\n#include <torch/types.h>\n"
+        lean.load_table.cache_clear()
+    assert lean.header_text(table) == ("#pragma once\n#include <vector>\n#include <torch/types.h>\n"
+                                       "#include <torch/cuda.h>\n#include <Python.h>\n")  # fmt: skip
 
 
 def test_the_fingerprint_is_kept_while_the_headers_stat_the_same_and_computed_again_when_one_changes(tmp_path):

@@ -1,17 +1,22 @@
 """The lean host build: a bound candidate's C++ TU against fewer of torch's headers.
 
 A host TU bound through the bridge (bind.py) includes torch/all.h. GCC instantiates the pending templates of every
-header in every TU, precompiled or not, and most of all.h's are torch's C++ frontend (nn, optim, data, jit,
-serialize), which a kernel's host code does not use: dev box, -O3, precompiled, the relu candidate's TU takes
-10.7-12.0 s with all.h and 3.7 s without those five. Here the TU includes the rest: all.h's other headers, the
-standard headers torch/extension.h reaches, and Python.h (`kz_lean.h`, precompiled like the others).
+header in every TU, precompiled or not (a precompiled header is written before that step), so each header a TU
+includes costs it time whether or not the code uses it: dev box, -O3, precompiled, the relu candidate's TU took
+10.7-12.0 s with all.h and 3.7 s without torch's C++ frontend (nn, optim, data, jit, serialize). Of all.h's own
+headers the TU now keeps only torch/types.h (Tensor, the factory functions, TORCH_CHECK through ATen and c10) and
+torch/cuda.h (so `cuda` names no left-out namespace), with the standard headers torch/extension.h reaches and
+Python.h (`kz_lean.h`, precompiled like the others): the pending templates of autograd, fft, special and the rest
+went too, 2.43-2.50 s -> 1.51-1.58 s for a split relu's host TU against torch 2.11's headers (2.22-2.41 s -> 1.56-1.71 s
+against 2.13's; dev box, -O3, precompiled, 2026-12-06).
 
 The same source must mean the same program. Headers left out can change a program that still compiles only
 through names: a lookup that would have found a declaration they hold (an overload, a specialization, a macro).
 `bench/lean_audit.py` lists those declarations with libclang, for one set of torch headers, into a table shipped
 here (`lean_tables/`); `blocked_by` refuses a TU naming any of them, and the lean build is used only where the
-installed headers match the audited ones byte for byte (`fingerprint`). A TU that uses anything left out fails to
-compile or to import, and the build falls back to torch/all.h, then to the code as written.
+installed headers match the audited ones byte for byte (`fingerprint`) and the table was audited for `KEPT`. A TU
+that uses anything left out fails to compile or to import, and the build falls back to torch/all.h, then to the code
+as written.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ import re
 import threading
 from pathlib import Path
 
-LEFT_OUT = ("torch/data.h", "torch/jit.h", "torch/nn.h", "torch/optim.h", "torch/serialize.h")
+KEPT = ("torch/cuda.h", "torch/types.h")
+"""The headers of torch/all.h the lean set keeps; every other one all.h includes is left out (and audited)."""
 TOP_NAMESPACES = ("", "std", "at", "c10", "torch")  # where host code's names and torch's argument types live
 HEADER = "kz_lean.h"
 TABLES = Path(__file__).with_name("lean_tables")
@@ -85,6 +91,8 @@ def installed_table(memo_dir: str | None = None) -> dict | None:
 
     try:
         table = load_table(str(TABLES / table_name(torch.__version__.split("+")[0])))
+        if sorted(h for h in table["includes"] if h.startswith("torch/")) != sorted(KEPT):
+            return None  # audited for another lean set: stale until bench/lean_audit.py writes it again
         memo = Path(memo_dir) / "torch-headers.json" if memo_dir else None
         if fingerprint(Path(torch.__file__).parent / "include", memo) != table["fingerprint"]:
             return None
