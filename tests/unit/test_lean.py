@@ -141,3 +141,15 @@ def test_every_repository_cuda_candidate_builds_lean_with_each_shipped_table(tab
             modes[name] = [how for _, how in _fast_calls(a, job)][:1]
             lean_built += modes[name] in (["split+lean"], ["lean"])
     assert len(modes) >= 20 and lean_built == len(modes), {k: v for k, v in modes.items() if v[:1] != ["split+lean"]}
+
+
+def test_every_shipped_table_was_audited_for_the_lean_set_the_judge_builds():
+    """A change of `KEPT` without the tables written again (bench/lean_audit.py) would turn the lean build off, with
+    no error, on every machine: each shipped table keeps exactly KEPT of torch/all.h's headers and leaves the rest."""
+    tables = sorted(lean.TABLES.glob("torch-*.json"))
+    assert len(tables) >= 2  # the GPU machine's torch and this one's
+    for path in tables:
+        table = json.loads(path.read_text())
+        assert sorted(h for h in table["includes"] if h.startswith("torch/")) == sorted(lean.KEPT), path.name
+        assert not set(table["left_out"]) & set(lean.KEPT) and "torch/nn.h" in table["left_out"], path.name
+        assert path.name == lean.table_name(table["torch"]) and table["includes"][-1] == "Python.h"
