@@ -41,6 +41,7 @@ import tarfile
 import time
 from pathlib import Path
 
+from kernelzero.loop.runlog import read_records
 from kernelzero.study.config import ARMS
 from kernelzero.study.run import LOOP_API_SETS, LOOP_TASKS, PROPOSER_EVAL_SFT
 from kernelzero.study.weights import WEIGHTS_PACK
@@ -122,25 +123,19 @@ class Run:
                 pass
 
 
-def _jsonl(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def stage_lines(study_dir: Path) -> list[str]:
     """What a run's invocations ran (stages.jsonl), and inside its loop the units it committed (each seed's
     `ARM/run/units.jsonl`) and the last step it logged past them: a call cut inside the loop still says how far it
     got (a stage is recorded only once it ends)."""
-    stages = _jsonl(study_dir / "stages.jsonl")
+    stages = read_records(study_dir / "stages.jsonl")
     lines = [f"{r['stage']} ran {r['seconds']:.0f}s" for r in stages if r["action"] == "ran"]
     arm, seed = arm_seed(study_dir)
     run = study_dir / f"seed-{seed}" / arm / "run"
-    units = _jsonl(run / "units.jsonl")
+    units = list(read_records(run / "units.jsonl"))
     if units:
         lines.append("loop units " + ", ".join(f"{u['unit']} {u['seconds']:.0f}s" for u in units))
     done = {u["unit"] for u in units}
-    steps = [m for m in _jsonl(run / "metrics.jsonl") if f"r{m.get('round')}.{m.get('phase')}" not in done]
+    steps = [m for m in read_records(run / "metrics.jsonl") if f"r{m.get('round')}.{m.get('phase')}" not in done]
     if steps and not (run / "finished.json").is_file():
         last = steps[-1]
         lines.append(f"last logged: round {last['round']} {last['phase']} step {last['step']}")

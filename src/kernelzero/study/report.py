@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelzero.loop.records import VERDICTS_FILE, read_verdict_records
+from kernelzero.loop.runlog import read_records
 
 SMOKE_NOTE = ("SMOKE RUN: toy sizes on CPU (tiny model, a handful of tasks, the Triton interpreter, 1 round of a few "
               "steps). It checks that every stage runs; its numbers mean nothing.")  # fmt: skip
@@ -174,11 +175,8 @@ def proposer_training(run_dir: Path) -> dict[str, dict[str, float | int]]:
     round's first half of steps and of its second half. Each step prompts other API sets (some far harder than
     others), so a step's figure moves with its sets: halves, not steps, and the fixed-set evaluation is the
     measure."""
-    path = run_dir / "metrics.jsonl"
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()] \
-        if path.is_file() else []
     by_round: dict[int, list[dict]] = {}
-    for row in rows:
+    for row in read_records(run_dir / "metrics.jsonl"):
         if row.get("phase") == "proposer" and "proposer/valid_share" in row:
             by_round.setdefault(row["round"], []).append(row)
     out = {}
@@ -305,15 +303,8 @@ def _rounds(summary: dict[str, Any]) -> int:
 
 
 def _metric_series(run_dir: Path, key: str) -> list[float]:
-    path = run_dir / "metrics.jsonl"
-    if not path.is_file():
-        return []
-    values = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        v = json.loads(line).get(key) if line.strip() else None
-        if isinstance(v, int | float):
-            values.append(float(v))
-    return values
+    values = (row.get(key) for row in read_records(run_dir / "metrics.jsonl"))
+    return [float(v) for v in values if isinstance(v, int | float)]
 
 
 def _running_mean(ys: list[float], n: int) -> list[float]:
