@@ -166,14 +166,12 @@ def pin_config(out: str | Path, config: StudyConfig) -> None:
     naming the fields that differ): stages done with other sizes would be skipped as done, and the report would mix
     two studies in one table."""
     path = Path(out) / "study_config.json"
-    mine = json.loads(json.dumps(asdict(config), default=str))
+    mine = _as_json(config)
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
         # a field added to StudyConfig after the folder was started is the same study while it keeps its default,
-        # which is what that study ran with: a new option never strands a study part-way
-        default = json.loads(json.dumps(asdict(StudyConfig()), default=str))
-        old = {**{k: default[k] for k in set(mine) - set(old) if k in default}, **old}
-        diff = sorted(k for k in set(old) | set(mine) if old.get(k) != mine.get(k))
+        # which is what that study ran with: a new option never strands a study part-way (`field_mismatch`)
+        diff = field_mismatch(old, config, tuple(sorted(set(old) | set(mine))))
         if diff:
             raise ValueError(f"{out} holds a study with other settings ({', '.join(diff)}): use another --out, or "
                              "the same settings")  # fmt: skip
@@ -202,9 +200,13 @@ PROPOSER_EVAL_FIELDS = ("proposer_eval_sets", "proposer_eval_samples", "eval_tem
 def field_mismatch(theirs: dict, config: StudyConfig, fields: tuple[str, ...] = CORPUS_FIELDS) -> list[str]:
     """The `fields` in which a study config written as JSON (`study_config.json`) differs from `config` (a field
     that config predates counts at its default, as in `pin_config`)."""
-    mine = json.loads(json.dumps(asdict(config), default=str))
-    default = json.loads(json.dumps(asdict(StudyConfig()), default=str))
+    mine, default = _as_json(config), _as_json(StudyConfig())
     return [k for k in fields if theirs.get(k, default.get(k)) != mine.get(k)]
+
+
+def _as_json(config: StudyConfig) -> dict:
+    """`config` as `study_config.json` holds it (tuples as lists, other values as their strings)."""
+    return json.loads(json.dumps(asdict(config), default=str))
 
 
 def smoke_config(rounds: int = 1) -> StudyConfig:
