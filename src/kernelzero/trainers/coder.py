@@ -116,7 +116,8 @@ def coder_step_metrics(
         "coder/gate_open_share": float(gate_open[has_scored].double().mean()) if has_scored.any() else math.nan,
         "coder/reward_mean": float(reward.mean()) if reward.numel() else math.nan,
         "coder/speedup_correct_mean": float(speedup[timed].mean()) if timed.any() else math.nan,
-        "coder/speed_ranked_share": speed_ranked_share(gated, gate_open, beta),
+        "coder/speed_ranked_share": float(speed_ranked_groups(gated, gate_open, beta)[has_scored].double().mean())
+        if has_scored.any() else math.nan,
     }
     metrics.update({f"judge/status/{s}": float(counts.get(s, 0)) for s in STATUSES})
     if filtered is not None:
@@ -140,14 +141,6 @@ def speed_ranked_groups(gated: torch.Tensor, gate_open: torch.Tensor, beta: floa
     high = torch.where(is_correct, term, torch.full_like(term, -math.inf)).amax(dim=1)  # (B,)
     low = torch.where(is_correct, term, torch.full_like(term, math.inf)).amin(dim=1)  # (B,)
     return gate_open & (is_correct.sum(dim=1) >= 2) & (high > low) & (beta > 0)  # (B,)
-
-
-def speed_ranked_share(gated: torch.Tensor, gate_open: torch.Tensor, beta: float) -> float:
-    """Share of the scored groups that `speed_ranked_groups` counts; NaN where no group is scored."""
-    has_scored = (~torch.isnan(gated[:, 0].view(gate_open.shape[0], -1))).any(dim=1)  # (B,)
-    if not has_scored.any():
-        return math.nan
-    return float(speed_ranked_groups(gated, gate_open, beta)[has_scored].double().mean())
 
 
 def step_log_line(step: int, metrics: dict[str, float]) -> str:
