@@ -78,7 +78,7 @@ def coder_same_tasks(run_dir: Path) -> dict[str, dict[str, float | int]]:
 def speed_term(run_dir: Path) -> dict[str, float | None]:
     """Where CA-GRPO's speed term could act, as the trainer logged it: the mean over Coder steps of the share of
     groups whose gate opened and of the share whose correct rollouts the speed term told apart, the only groups in
-    which speed moves an advantage under per-group scaling (`trainers.coder.speed_ranked_share`). None where the run
+    which speed moves an advantage under per-group scaling (`trainers.coder.speed_ranked_groups`). None where the run
     logged no such figure (runs before it: bench/study_speed_term.py recomputes it from their verdicts)."""
     figures = {}
     for name, key in (("gate_open", "coder/gate_open_share"), ("speed_ranked", "coder/speed_ranked_share")):
@@ -143,11 +143,11 @@ def collect(out: Path) -> dict[str, Any]:
                       "gain_exceeds_spread": rule["exceeds_spread"],
                       "gain_exceeds_gain_spread": rule["exceeds_gain_spread"]}  # fmt: skip
         # the Proposer's valid share on the fixed sets, by the same rules (a frozen Proposer has no rounds)
-        trained = [r["proposer"] for r in rs if r["proposer"]["sft"] is not None and r["proposer"]["rounds"]]
+        trained = [r for r in rs if r["proposer"]["sft"] is not None and r["proposer"]["rounds"]]
         if trained:
-            table[arm]["proposer"] = {"seeds": sorted(r["seed"] for r in rs if r["proposer"] in trained),
-                                      **gain_rule([p["sft"] for p in trained],
-                                                  [p["rounds"][-1]["valid_share"] for p in trained])}  # fmt: skip
+            table[arm]["proposer"] = {"seeds": sorted(r["seed"] for r in trained),
+                                      **gain_rule([r["proposer"]["sft"] for r in trained],
+                                                  [r["proposer"]["rounds"][-1]["valid_share"] for r in trained])}
     main = table.get("main", {}).get("final_pass@1")
     for row in table.values():
         other = row["final_pass@1"]

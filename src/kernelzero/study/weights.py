@@ -102,14 +102,14 @@ def needed_weights(out: str | Path) -> list[Path]:
 
 def resume_checkpoints(out: str | Path) -> list[tuple[int, Path]]:
     """(step, folder) of the latest complete trainer checkpoint of each loop phase cut part-way (no `final/` weights
-    yet), relative to `out`, most steps first. `needed_weights` leaves them out (a checkpoint is its weights and
+    yet), relative to `out`. `needed_weights` leaves them out (a checkpoint is its weights and
     three times as much optimizer state); carried where room allows, the phase resumes at that step on another
     machine, as it does on the same one, instead of from its start."""
     out, found = Path(out), []
     for phase in sorted(out.glob("seed-*/*/run/checkpoints/round-*/*")):
         if phase.is_dir() and not weights_digest(phase / "final") and (last := last_checkpoint(phase)):
             found.append((last[0], last[1].relative_to(out)))
-    return sorted(found, key=lambda x: -x[0])
+    return found
 
 
 def folder_bytes(folder: str | Path) -> int:
