@@ -278,10 +278,13 @@ def report(root: Path, folders: list[Path], out: Path, budget_mb: float = 48.0) 
     carried, left = [], []
     for step, path, name in resumable:
         size = folder_bytes(path)
-        (carried if size <= room else left).append(f"{name} (step {step}, {size / 2**20:.1f} MiB)")
+        label = f"{name} (step {step}, {size / 2**20:.1f} MiB)"
         if size <= room:
             items.append((path, name))
+            carried.append(label)
             room -= size
+        else:
+            left.append(label)
     parts = pack_weights(items, out / WEIGHTS)
     print(f"weights still needed: {len(items)} folder(s) in {len(parts)} part(s) of at most 15 MiB: "
           f"{', '.join(p.name for p in parts) or '-'}")
