@@ -124,6 +124,7 @@ def test_one_proposer_step_rewards_frontier_tasks_and_penalises_duplicates(tiny_
     assert (rec.proposals[0].successes, rec.proposals[0].samples, len(rec.proposals[0].judged)) == (2, 4, 4)
     assert rec.proposals[5].reward == pytest.approx(0.5) and rec.proposals[4].reward == -0.5  # the final rewards
     assert rec.metrics["proposer/valid_share"] == pytest.approx(6 / 8)  # what the trainer logged, for the loop
+    assert rec.metrics["proposer/validate_s"] >= 0 and rec.metrics["proposer/coder_samples_s"] >= 0  # both timed
     # TRL logged and normalised exactly the penalised column
     logged = torch.tensor(list(trainer._logs["rewards"]["frontier"]))
     torch.testing.assert_close(logged, torch.tensor(EXPECTED), equal_nan=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -76,21 +77,26 @@ class ProposalLedger:
         self.coder_samples_fn = coder_samples_fn
         self.parse_fn = parse_fn
         self.proposals: list[Proposal] | None = None
+        self.seconds: dict[str, float] = {}  # the last batch's wall time: validation, then the Coder's samples
 
     def reset(self) -> None:
         self.proposals = None
+        self.seconds = {}
 
     async def evaluate_batch(self, completions: Sequence[Any], api_sets: Sequence[Sequence[str]]) -> list[Proposal]:
         """Validate every proposal concurrently, then measure l(m) of the valid ones with one `coder_samples_fn` call
         (none when no proposal is valid): the Coder's generations and judging of a batch run together, not task
         after task."""
+        t0 = time.monotonic()
         jobs = [self._validate_one(completion_text(c), tuple(a)) for c, a in zip(completions, api_sets, strict=True)]
         proposals = list(await asyncio.gather(*jobs))
+        t1 = time.monotonic()
         valid = [p for p in proposals if p.valid]
         if valid:
             for p, judged in zip(valid, await self._coder_samples([p.task() for p in valid]), strict=True):
                 p.record_samples(judged)
         self.proposals = proposals
+        self.seconds = {"validate": t1 - t0, "coder_samples": time.monotonic() - t1}
         return proposals
 
     async def _coder_samples(self, tasks: list[Task]) -> Sequence[Sequence[Judged]]:
@@ -176,17 +182,21 @@ class ProposerGRPOTrainer(GRPOTrainer):
         final_t = torch.tensor([math.nan if r is None else r for r in final], dtype=raw.dtype, device=raw.device)
         final_t = final_t.unsqueeze(1)  # (N, 1)
         metrics = proposer_step_metrics(proposals, raw.cpu(), final_t.cpu())
+        # where this process's share of the batch spent its time (validation, the Coder's generation and judging)
+        metrics.update({f"proposer/{k}_s": v for k, v in self.ledger.seconds.items()})
         mode = "train" if self.model.training else "eval"
         record_step_metrics(self._metrics[mode], metrics)
         group_size = self.num_generations if self.model.training else self.num_generations_eval
         self.last_record = ProposerRewardRecord(self.state.global_step, group_size, raw, final_t, proposals, metrics)
         if self.accelerator.is_main_process:
             logger.info(
-                "proposer step %d | valid %.3f | coder success %.3f | duplicates %.3f",
+                "proposer step %d | valid %.3f | coder success %.3f | duplicates %.3f | validate %.1fs | coder %.1fs",
                 self.state.global_step,
                 metrics["proposer/valid_share"],
                 metrics["proposer/coder_success_mean"],
                 metrics["proposer/duplicate_share"],
+                self.ledger.seconds.get("validate", math.nan),
+                self.ledger.seconds.get("coder_samples", math.nan),
             )
             if self.on_rewards is not None:
                 self.on_rewards(self.last_record)
