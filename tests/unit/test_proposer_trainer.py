@@ -263,3 +263,33 @@ def test_a_reward_batch_without_a_valid_task_never_asks_the_coder():
     assert batches == [] and coder.calls == [] and judge.batches == []
     assert rewards == [-0.5, -0.5]
     assert all((p.samples, p.success_rate, p.judged) == (None, None, []) for p in proposals)
+
+
+def test_a_reward_batch_validates_its_tasks_at_once_within_the_validators_workers(monkeypatch):
+    """The loop's `validate_fn` is `Validator.validate_async`: a batch's sandboxed runs overlap, at most
+    `workers` at once (a barrier of 3 breaks, after its timeout, unless three runs wait on it together)."""
+    import asyncio
+    import threading
+
+    from kernelzero.curriculum.validate import ValidationConfig, Validator
+    from kernelzero.trainers.proposer import ProposalLedger
+
+    validator = Validator(ValidationConfig(device="cpu", workers=3))
+    barrier, lock, running, peak = threading.Barrier(3, timeout=20), threading.Lock(), [0], [0]
+
+    def sandboxed_run(name, source, apis):  # stands in for the worker process
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        barrier.wait()
+        with lock:
+            running[0] -= 1
+        return ValidationResult(name, "runtime_error", "scripted", apis)
+
+    monkeypatch.setattr(validator, "_run", sandboxed_run)
+    sources = [task(f"torch.relu(x) * {i}.0", "8, 16") for i in range(6)]
+    ledger = ProposalLedger(validator.validate_async, lambda tasks: [], ParsedCode)
+    proposals = asyncio.run(ledger.evaluate_batch(sources, [["torch.relu"]] * 6))
+    assert [p.validation.reason for p in proposals] == ["runtime_error"] * 6  # every task reached its sandboxed run
+    assert peak[0] == 3  # three at once, never more than the validator's workers
+    assert set(ledger.seconds) == {"validate", "coder_samples"}

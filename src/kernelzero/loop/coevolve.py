@@ -337,7 +337,7 @@ class CoEvolution:
             fault(f"proposer:step{rec.step}")
 
         self._run_phase("proposer", cfg, lambda: run_proposer_phase(
-            cfg, api_sets, validator.validate, coder_samples_fn, on_rewards=on_rewards,
+            cfg, api_sets, validator.validate_async, coder_samples_fn, on_rewards=on_rewards,
             prompt_fn=functools.partial(proposer_messages, brief=self.brief)))
         self.state.models["proposer"] = str(Path(cfg.output_dir) / "final")
         self.commit(unit_name(r, "proposer"), api_sets=api_sets)

@@ -47,8 +47,8 @@ from kernelzero.trainers.common import (
 from kernelzero.trainers.config import ProposerPhaseConfig
 
 ValidateFn = Callable[[str, str, Sequence[str]], ValidationResult | Awaitable[ValidationResult]]
-"""`validate_fn(name, task_source, api_set) -> ValidationResult`, sync or async (an async one runs concurrently);
-`curriculum.validate.Validator.validate` is one."""
+"""`validate_fn(name, task_source, api_set) -> ValidationResult`, sync or async (only an async one runs concurrently:
+a sync one runs on the event loop, one task after another); `curriculum.validate.Validator.validate_async` is one."""
 CoderSamplesFn = Callable[[list[Task]], Sequence[Sequence[Judged]] | Awaitable[Sequence[Sequence[Judged]]]]
 """`coder_samples_fn(tasks) -> k judged samples of the frozen Coder per task, in task order`, called once per reward
 batch with all its valid tasks (`curriculum.proposals.coder_samples` is one); async, or sync (run in a thread, off
