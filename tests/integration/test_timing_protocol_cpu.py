@@ -80,9 +80,11 @@ def test_honest_kernel_is_timed_through_the_whole_protocol(judge, task):
     assert 0 < v.stage_s["run.first_call"] <= v.stage_s["run.trials"] <= v.stage_s["run"]
     # the reference's too (its verdict carries them): the worker's start apart, then its split of the run, whose
     # parts lie inside the parent's measure of it
-    ref = {k: x for k, x in v.stage_s.items() if k.startswith("ref.run.")}
+    ref = {k: x for k, x in v.stage_s.items() if k.startswith("ref.run.") and k.count(".") == 2}
     assert set(ref) == {f"ref.run.{p}" for p in ("model", "trials", "replay", "canaries", "wide", "seal")}
     assert 0 < v.stage_s["ref.run.trials"] and sum(ref.values()) <= v.stage_s["ref.run"] + 0.01
+    first = v.stage_s["ref.run.trials.first_inputs"], v.stage_s["ref.run.trials.first_call"]  # the first trial's
+    assert 0 < first[0] <= first[1] <= v.stage_s["ref.run.trials"]
     assert {"ref.start", "ref.sized.import", "ref.sized.meta"} <= set(v.stage_s)
     assert "ref.start.cuda_init" not in v.stage_s and "start.cuda_init" not in v.stage_s  # on a GPU only
 

@@ -60,7 +60,8 @@ class Verdict:
     """Wall seconds per stage, for throughput work (never a reward): `build_farm`, `start`, `build`, `run`, `load`,
     `compare`, `time`, `timed_save`, `timed_check`; `wait_slot`, `wait_trials`, `wait_compare`, `wait_timing`,
     `wait_timed_check` (queued for a GPU slot or lock); `run.*`, `time.*` and `timed_save.*` the worker's own split
-    (`run.first_call` holds Triton's JIT compile)."""
+    (`run.first_call` holds Triton's JIT compile; `ref.run.trials.first_inputs` and `.first_call`, the reference's first
+    trial)."""
     memory: dict[str, float] = field(default_factory=dict)
     """Peak memory in GB, for capacity planning (never a reward): `gpu` and `host` of the candidate's worker (device
     memory its allocator reserved; resident set plus the outputs it handed over), `ref_gpu` and `ref_host` of the

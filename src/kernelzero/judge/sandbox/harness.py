@@ -248,6 +248,8 @@ def run_forward_trials(torch, bound: Bound, model, task_mod, seeds: list[int], d
         t0 = bound.perf_counter()
         inputs = make_inputs(torch, task_mod, seed, device)
         sums.append(checksum(torch, inputs))
+        if not hasattr(bound, "first_inputs_s"):  # the first draw on the device holds its generator's start
+            bound.first_inputs_s = bound.perf_counter() - t0
         before = [bound.clone(x) if isinstance(x, bound.tensor_type) else x for x in inputs] if check_inputs else []
         structure, items = checked_forward(torch, bound, model, inputs, device, recorder, keep)
         for x, x0 in zip(inputs, before):

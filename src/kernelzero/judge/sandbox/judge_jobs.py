@@ -114,6 +114,10 @@ def job_reference(job: dict, chan: Channel, torch, bound: Bound) -> None:
         outputs += o
         sums += c
     seconds["trials"] = lap()
+    # within the trials, the first on its own: its inputs, then inputs and forward (the worker's first kernels took up
+    # to 24 s of a 0.5 MB task's trials on a busy H100)
+    seconds["trials.first_inputs"] = getattr(bound, "first_inputs_s", 0.0)
+    seconds["trials.first_call"] = getattr(bound, "first_call_s", 0.0)
     replay = []  # only the perturbed entries come here: an unperturbed one is its trial's output (the parent's)
     for entry in command.get("replay", []):
         inputs = replay_inputs(torch, task_mod, command["seeds"], entry, device)
