@@ -4,6 +4,7 @@ what the Coder unit and a resume take from the run's config: its prompt style, a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -100,3 +101,15 @@ def test_a_run_written_before_a_config_field_existed_still_resumes(tmp_path):
     coevolve.CoEvolution(RunConfig(), run)
     with pytest.raises(ValueError, match="different config"):
         coevolve.CoEvolution(RunConfig(prompts="brief"), run)
+
+
+def test_a_run_resumes_with_other_judge_slots_and_workers(tmp_path):
+    """The judge's slots and workers (and the validator's) set how fast, not what: a run resumes with others."""
+    run = tmp_path / "run"
+    coevolve.CoEvolution(RunConfig(judge_slots=8), run)
+    faster = RunConfig(judge_slots=16, judge_workers=12)
+    faster = dataclasses.replace(faster, validation=dataclasses.replace(faster.validation, workers=12))
+    coevolve.CoEvolution(faster, run)
+    assert json.loads((run / "config.json").read_text())["judge_slots"] == 8  # the file keeps the first
+    with pytest.raises(ValueError, match="different config"):
+        coevolve.CoEvolution(RunConfig(judge_slots=16, prompts="brief"), run)

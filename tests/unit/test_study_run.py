@@ -291,6 +291,15 @@ def test_a_field_added_since_a_study_began_keeps_it_resumable_at_its_default(tmp
         pin_config(tmp_path, StudyConfig(device="cpu", rounds=5))
 
 
+def test_a_study_resumes_with_other_judge_slots_and_workers_but_not_other_sizes(tmp_path):
+    """How fast the judges work is not the study: other slots and workers resume it, the file keeps the first."""
+    pin_config(tmp_path, StudyConfig(device="cpu", judge_slots=8))
+    pin_config(tmp_path, StudyConfig(device="cpu", judge_slots=16, judge_workers=3))
+    assert json.loads((tmp_path / "study_config.json").read_text())["judge_slots"] == 8
+    with pytest.raises(ValueError, match=r"other settings \(coder_steps\)"):
+        pin_config(tmp_path, StudyConfig(device="cpu", judge_slots=16, coder_steps=99))
+
+
 def _finished_corpus(folder: Path, config: StudyConfig) -> None:
     pin_config(folder, config)
     (folder / "corpus").mkdir()

@@ -50,6 +50,9 @@ def study_command(
                                                   "its corpus and SFT fields must equal this config's; its "
                                                   "evaluations after SFT are taken where their fields equal too. The "
                                                   "loop and everything after it may differ.")] = None,
+    judge_slots: Annotated[int | None, typer.Option(min=1, help="Live candidate workers per GPU of this "
+                                                    "invocation's judges (default: the config's). How fast, never "
+                                                    "what is judged: a study resumes with another value.")] = None,
     pack: Annotated[Path | None, typer.Option(help="When the invocation ends (done, failed or interrupted), also "
                                               "write the folder without weights to this .tar.gz (a few MB: what a "
                                               "lent machine can bring back). Unpacked into --out elsewhere, the "
@@ -73,6 +76,8 @@ def study_command(
         fail(str(e))
     if rounds is not None:
         cfg = dataclasses.replace(cfg, rounds=rounds)
+    if judge_slots is not None:
+        cfg = dataclasses.replace(cfg, judge_slots=judge_slots)
     if smoke:
         typer.echo(SMOKE_NOTE)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

@@ -60,7 +60,7 @@ from kernelzero.loop.checkpoints import (
     finished_checkpoint,
     quiet_trainer_prints,
 )
-from kernelzero.loop.config import RunConfig, config_from_dict
+from kernelzero.loop.config import RunConfig, config_from_dict, outcome_dict
 from kernelzero.loop.records import TASKS_FILE, VERDICTS_FILE, TaskRecord, VerdictRecord, read_verdict_records
 from kernelzero.loop.runlog import Key, KeyedLog, fault, read_json, write_json_atomic
 from kernelzero.rewards.proposer import mean_correct, tally
@@ -122,7 +122,8 @@ class CoEvolution:
         if saved is None:
             if self.is_main:
                 write_json_atomic(self.run_dir / CONFIG_FILE, config.to_dict())
-        elif _plain(config_from_dict(saved).to_dict()) != _plain(config.to_dict()):  # a field added since: default
+        elif _plain(outcome_dict(config_from_dict(saved))) != _plain(outcome_dict(config)):  # a field added since:
+            # its default; the judge's workers and slots may differ (how fast, not what)
             raise ValueError(f"{self.run_dir} holds a run with a different config; resume it with --resume only")
         self.state = RunState.from_dict(read_json(self.run_dir / STATE_FILE, {}))
         self.tasks_log = KeyedLog(self.run_dir / TASKS_FILE, repair=self.is_main)

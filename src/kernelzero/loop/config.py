@@ -26,6 +26,9 @@ from kernelzero.trainers.config import CoderPhaseConfig, ProposerPhaseConfig
 from kernelzero.trainers.presets import coder_preset, proposer_preset
 
 PRESETS = ("tiny", "paper")
+EXECUTION_FIELDS = ("judge_workers", "judge_slots")
+"""`RunConfig` fields that set how fast the judge works, never what it decides: a run (and a learning study, whose
+`StudyConfig` has the same two) resumes with other values of them (`outcome_dict`)."""
 
 
 def _coder_default() -> CoderPhaseConfig:
@@ -261,6 +264,14 @@ def load_config(path: str | os.PathLike | None = None, preset_name: str | None =
     base = preset(name)
     data.pop("preset", None)
     return merge(base, data)
+
+
+def outcome_dict(config: RunConfig) -> dict:
+    """`config.to_dict()` without `EXECUTION_FIELDS` and the validator's workers (how many tasks it runs at once):
+    what a resumed run must share with the one it resumes."""
+    d = {k: v for k, v in config.to_dict().items() if k not in EXECUTION_FIELDS}
+    d["validation"] = {k: v for k, v in d["validation"].items() if k != "workers"}
+    return d
 
 
 def config_from_dict(data: dict) -> RunConfig:

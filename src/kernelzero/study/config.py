@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from kernelzero.loop.config import EXECUTION_FIELDS
 from kernelzero.roles.coder import PROMPTS
 from kernelzero.study.family import FamilyConfig
 from kernelzero.study.models import StudyModelConfig, smoke_models
@@ -164,14 +165,15 @@ class StudyConfig:
 def pin_config(out: str | Path, config: StudyConfig) -> None:
     """Write `out/study_config.json`, or check that `config` is the one the folder was started with (ValueError
     naming the fields that differ): stages done with other sizes would be skipped as done, and the report would mix
-    two studies in one table."""
+    two studies in one table. The judge's workers and slots (`EXECUTION_FIELDS`) may differ: they set how fast,
+    not what is judged; the file keeps the first values."""
     path = Path(out) / "study_config.json"
     mine = _as_json(config)
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
         # a field added to StudyConfig after the folder was started is the same study while it keeps its default,
         # which is what that study ran with: a new option never strands a study part-way (`field_mismatch`)
-        diff = field_mismatch(old, config, tuple(sorted(set(old) | set(mine))))
+        diff = field_mismatch(old, config, tuple(sorted((set(old) | set(mine)) - set(EXECUTION_FIELDS))))
         if diff:
             raise ValueError(f"{out} holds a study with other settings ({', '.join(diff)}): use another --out, or "
                              "the same settings")  # fmt: skip
