@@ -65,7 +65,7 @@ class Started:
     event: ClassVar[str] = "started"
     pid: int | None = None
     veil: Annotated[str, _short] | None = None  # how the job's scratch was isolated: a mount point, or `none`
-    seconds: Split = field(default_factory=dict)  # the worker's CUDA start (init, device channel) on a GPU
+    seconds: Split = field(default_factory=dict)  # the CUDA start on a GPU: init and context, device channel
 
 
 @dataclass(frozen=True)

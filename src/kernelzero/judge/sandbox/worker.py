@@ -122,6 +122,9 @@ def main(argv: list[str]) -> int:
         if job["device"] == "cuda":
             t0 = bound.perf_counter()
             torch.cuda.init()
+            # torch creates the CUDA context at the first allocation, not at init: made here, a cold worker's
+            # context creation shows in `cuda_init` instead of inside its first trial (a warm one made it in prewarm)
+            torch.zeros(1, device="cuda")
             t1 = bound.perf_counter()
             bound.open_device_channel(int(job.get("device_fd", -1)), int(job.get("device_min_bytes") or 0))
             started = {"cuda_init": t1 - t0, "device_channel": bound.perf_counter() - t1}
