@@ -239,6 +239,17 @@ def test_the_corpus_judge_reuses_recorded_verdicts_after_a_kill(tmp_path):
     with _VerdictCache(tmp_path / "verdicts.jsonl", Pool, lambda m: None) as cache:
         cache.judge_many(changed)
     assert calls[-1] == ["t0"]
+    # a kill in the middle of a line: that verdict is judged again, and the next appends stay readable
+    path = tmp_path / "verdicts.jsonl"
+    whole = path.read_bytes()
+    path.write_bytes(whole[: whole.rstrip(b"\n").rfind(b"\n") + 1] + b'{"task": "t0", "solu')
+    with _VerdictCache(path, Pool, lambda m: None) as cache:
+        cache.judge_many(changed + requests[3:])
+    assert calls[-1] == ["t0"] and len(path.read_text().splitlines()) == 5  # t0..t3, then the other t0 again
+    judged = len(calls)
+    with _VerdictCache(path, Pool, lambda m: None) as cache:
+        cache.judge_many(changed + requests[3:])
+    assert len(calls) == judged  # both on disk and read back: nothing judged
 
 
 def test_the_training_curves_running_mean_covers_the_last_steps_only():

@@ -123,6 +123,29 @@ class KeyedLog:
         return read_records(self.path)
 
 
+def cut_torn_tail(path: str | os.PathLike) -> bool:
+    """Truncate an append-only JSONL file after its last whole record: a kill mid-append leaves a torn last line,
+    and the next append would run on from it into one unreadable line. True when something was cut."""
+    p = Path(path)
+    if not p.exists():
+        return False
+    data = p.read_bytes()
+    good = 0
+    for line in data.splitlines(keepends=True):
+        if not line.endswith(b"\n"):
+            break
+        try:
+            json.loads(line)
+        except ValueError:
+            break
+        good += len(line)
+    if good == len(data):
+        return False
+    with p.open("r+b") as f:
+        f.truncate(good)
+    return True
+
+
 def read_records(path: str | os.PathLike) -> Iterator[dict]:
     """Every whole record of a keyed log (a torn last line is skipped, not repaired: readers never write)."""
     p = Path(path)
@@ -138,4 +161,4 @@ def read_records(path: str | os.PathLike) -> Iterator[dict]:
                 return
 
 
-__all__ = ["FAULT_ENV", "Key", "KeyedLog", "fault", "read_json", "read_records", "write_json_atomic"]
+__all__ = ["FAULT_ENV", "Key", "KeyedLog", "cut_torn_tail", "fault", "read_json", "read_records", "write_json_atomic"]

@@ -43,6 +43,7 @@ from kernelzero.judge import JudgeOptions
 from kernelzero.judge.verdict import Verdict
 from kernelzero.loop.coevolve import CoEvolution
 from kernelzero.loop.config import LoopConfig, RunConfig
+from kernelzero.loop.runlog import cut_torn_tail, read_records
 from kernelzero.rewards.config import GateConfig
 from kernelzero.study import family
 from kernelzero.study.config import ARMS, StudyConfig, pin_config
@@ -204,7 +205,7 @@ class Study:
         self.say(f"  loop tasks: {len(tasks)} training-pair tasks no SFT example holds")
 
     def build_models(self, corpus: Path, out: Path) -> None:
-        rows = _jsonl(corpus / "corpus.jsonl")
+        rows = list(read_records(corpus / "corpus.jsonl"))
         tasks = family.train_tasks(self.config.train_tasks, config=self.config.family)
         texts = tokenizer_texts(tasks, [r["solution"] for r in rows], brief=self.config.prompts == "brief")
         paths = build_models(out, texts, self.config.models, seed=self.seed)
@@ -391,7 +392,8 @@ class _VerdictCache:
     def __init__(self, path: Path, judge: Callable[[], object], say: Callable[[str], None]):
         self.path, self.judge, self.say = path, judge, say
         self.known = {}
-        for row in _jsonl(path) if path.is_file() else []:
+        cut_torn_tail(path)  # a stage killed mid-append: its last verdict is judged again
+        for row in read_records(path):
             self.known[(row["task"], row["solution_sha"])] = Verdict.from_dict(row["verdict"])
         self.log = path.open("a", encoding="utf-8")
 
@@ -423,10 +425,6 @@ def _torch_device(device: str) -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 __all__ = ["PROPOSER_EVAL_SFT", "STAGES_LOG", "Study"]
