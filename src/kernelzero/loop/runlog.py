@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,22 +82,16 @@ class KeyedLog:
         if not self.path.exists():
             return False
         data = self.path.read_bytes()
-        good_end, torn = 0, False
-        for line in data.splitlines(keepends=True):
-            if not line.endswith(b"\n"):
-                torn = True
-                break
+        good_end = 0
+        for length, record in _whole_records(data.splitlines(keepends=True)):
             try:
-                self.keys.add(_key(json.loads(line)))
+                self.keys.add(_key(record))
             except (ValueError, KeyError, TypeError):
-                torn = True  # only the last line can be torn: every earlier one was fsync'd whole
-                break
-            good_end += len(line)
+                break  # only the last line can be torn: every earlier one was fsync'd whole
+            good_end += length
+        torn = good_end != len(data)
         if torn and repair:
-            with self.path.open("r+b") as f:
-                f.truncate(good_end)
-                f.flush()
-                os.fsync(f.fileno())
+            _truncate(self.path, good_end)
         return torn
 
     def __contains__(self, key: Key) -> bool:
@@ -130,19 +124,10 @@ def cut_torn_tail(path: str | os.PathLike) -> bool:
     if not p.exists():
         return False
     data = p.read_bytes()
-    good = 0
-    for line in data.splitlines(keepends=True):
-        if not line.endswith(b"\n"):
-            break
-        try:
-            json.loads(line)
-        except ValueError:
-            break
-        good += len(line)
-    if good == len(data):
+    good_end = sum(length for length, _ in _whole_records(data.splitlines(keepends=True)))
+    if good_end == len(data):
         return False
-    with p.open("r+b") as f:
-        f.truncate(good)
+    _truncate(p, good_end)
     return True
 
 
@@ -152,13 +137,28 @@ def read_records(path: str | os.PathLike) -> Iterator[dict]:
     if not p.exists():
         return
     with p.open("rb") as f:
-        for line in f:
-            if not line.endswith(b"\n"):
-                return
-            try:
-                yield json.loads(line)
-            except ValueError:
-                return
+        for _, record in _whole_records(f):
+            yield record
+
+
+def _whole_records(lines: Iterable[bytes]) -> Iterator[tuple[int, Any]]:
+    """(bytes, record) of each line while the lines are whole JSON records: stops at the first torn one (no newline
+    at its end, or not JSON)."""
+    for line in lines:
+        if not line.endswith(b"\n"):
+            return
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return
+        yield len(line), record
+
+
+def _truncate(path: Path, size: int) -> None:
+    with path.open("r+b") as f:
+        f.truncate(size)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 __all__ = ["FAULT_ENV", "Key", "KeyedLog", "cut_torn_tail", "fault", "read_json", "read_records", "write_json_atomic"]
