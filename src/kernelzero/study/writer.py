@@ -62,10 +62,11 @@ def slug(task: FamilyTask) -> str:
     return "_".join(op.api.split(".")[-1] for op in task.ops)
 
 
-def write_solution(task: FamilyTask) -> str:
-    """A full Python source defining `ModelNew` for `task`: same constructor and forward signatures as its Model."""
+def write_solution(task: FamilyTask, name: str = "") -> str:
+    """A full Python source defining `ModelNew` for `task`: same constructor and forward signatures as its Model.
+    Its Triton kernel is `{name}_kernel` and its wrapper `{name}`, `name` defaulting to the composition's `slug`."""
     row_ops = [op for op in task.ops if op.api in REDUCTIONS or op.api == SOFTMAX]
-    name = slug(task)
+    name = name or slug(task)
     params = [n for n, _ in task.init]
     tensors = list(task.inputs)
     kernel_args = ", ".join([*(f"{t}_ptr" for t in tensors), "out_ptr", *params])
