@@ -26,7 +26,7 @@ def proxy_config(sft_max_steps: int, hidden: int = 128, layers: int = 4, kernel_
                        sft_max_steps=sft_max_steps, kernel_name=kernel_name)  # fmt: skip
 
 
-def copy_corpus(source: str | Path, out: Path, kernel_name: str = "") -> Path:
+def copy_corpus(source: str | Path, out: Path, kernel_name: str = "", wrapper: bool = True) -> Path:
     """`out/corpus`, copied from a study folder or pack holding a finished corpus the first time; with `kernel_name`,
     each Coder row's solution written again under that name (the same kernel renamed: what a study with
     `StudyConfig.kernel_name` would judge and keep)."""
@@ -34,14 +34,14 @@ def copy_corpus(source: str | Path, out: Path, kernel_name: str = "") -> Path:
     if not corpus.is_dir():
         with corpus_source(source) as (_, src):
             shutil.copytree(src, corpus)
-        if kernel_name:
+        if kernel_name or not wrapper:
             from kernelzero.study import family
             from kernelzero.study.writer import write_solution
 
             rows = [json.loads(x) for x in (corpus / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if x]
             by_name = {t.name: t for t in family.train_tasks(len(rows) * 2)}
             for r in rows:
-                r["solution"] = write_solution(by_name[r["task_name"]], kernel_name)
+                r["solution"] = write_solution(by_name[r["task_name"]], kernel_name, wrapper)
             (corpus / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return corpus
 

@@ -40,8 +40,8 @@ def _norm(code: str | None) -> str:
 class ExactMatchJudge:
     """judge_fn(task, source, backend) -> Verdict: ok when `source` is the writer's solution of the task."""
 
-    def __init__(self, tasks, kernel_name: str = ""):
-        self.expected = {t.name: _norm(write_solution(t, kernel_name)) for t in tasks}
+    def __init__(self, tasks, kernel_name: str = "", wrapper: bool = True):
+        self.expected = {t.name: _norm(write_solution(t, kernel_name, wrapper)) for t in tasks}
 
     def verdict(self, name: str, source: str | None):
         from kernelzero.judge.verdict import Verdict
@@ -93,13 +93,14 @@ def main(argv: list[str] | None = None) -> int:
                     "spread the study's seeds would show with one SFT")  # fmt: skip
     ap.add_argument("--scheduler", default="linear", choices=("linear", "constant_with_warmup", "cosine"),
                     help="the RL phase's learning-rate schedule (TRL's default: linear decay to 0 over the phase)")
+    ap.add_argument("--no-wrapper", dest="wrapper", action="store_false")
     args = ap.parse_args(argv)
     out = Path(args.out)
-    corpus = copy_corpus(args.corpus, out, args.kernel_name)
+    corpus = copy_corpus(args.corpus, out, args.kernel_name, args.wrapper)
     cfg = proxy_config(args.sft_max_steps, args.hidden, args.layers, args.kernel_name)
     train = family.train_tasks(cfg.train_tasks + cfg.loop_tasks, config=cfg.family)
     loop, test = train[cfg.train_tasks :], family.test_tasks(64, config=cfg.family)
-    judge = ExactMatchJudge(train + test, args.kernel_name)
+    judge = ExactMatchJudge(train + test, args.kernel_name, args.wrapper)
     record, save = open_record(out, vars(args))
     sft_final = cold_start("coder", corpus, out, cfg, args.seed, record, save)
     held_out = loop[-64:]  # never drawn by the RL phases below (they take the first tasks of `loop`)
