@@ -16,33 +16,22 @@ from kernelzero.study.models import StudyModelConfig
 from kernelzero.study.weights import corpus_source
 
 
-def proxy_config(sft_max_steps: int, hidden: int = 128, layers: int = 4, kernel_name: str = "") -> StudyConfig:
+def proxy_config(sft_max_steps: int, hidden: int = 128, layers: int = 4) -> StudyConfig:
     """The proxies' study: configs/study_h200.yaml's corpus sizes, model (1M parameters at hidden 128, 4 layers) and
     SFT, on CPU."""
     shape = ModelShape(hidden_size=hidden, intermediate_size=3 * hidden, num_hidden_layers=layers,
                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048)  # fmt: skip
     return StudyConfig(device="cpu", train_tasks=512, proposer_tasks=256, loop_tasks=512,
                        models=StudyModelConfig(1024, shape), sft_lr=2e-3, sft_batch=8,
-                       sft_max_steps=sft_max_steps, kernel_name=kernel_name)  # fmt: skip
+                       sft_max_steps=sft_max_steps)  # fmt: skip
 
 
-def copy_corpus(source: str | Path, out: Path, kernel_name: str = "", wrapper: bool = True) -> Path:
-    """`out/corpus`, copied from a study folder or pack holding a finished corpus the first time; with `kernel_name`,
-    each Coder row's solution written again under that name (the same kernel renamed: what a study with
-    `StudyConfig.kernel_name` would judge and keep)."""
+def copy_corpus(source: str | Path, out: Path) -> Path:
+    """`out/corpus`, copied from a study folder or pack holding a finished corpus the first time."""
     corpus = out / "corpus"
     if not corpus.is_dir():
         with corpus_source(source) as (_, src):
             shutil.copytree(src, corpus)
-        if kernel_name or not wrapper:
-            from kernelzero.study import family
-            from kernelzero.study.writer import write_solution
-
-            rows = [json.loads(x) for x in (corpus / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if x]
-            by_name = {t.name: t for t in family.train_tasks(len(rows) * 2)}
-            for r in rows:
-                r["solution"] = write_solution(by_name[r["task_name"]], kernel_name, wrapper)
-            (corpus / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return corpus
 
 

@@ -40,8 +40,8 @@ def _norm(code: str | None) -> str:
 class ExactMatchJudge:
     """judge_fn(task, source, backend) -> Verdict: ok when `source` is the writer's solution of the task."""
 
-    def __init__(self, tasks, kernel_name: str = "", wrapper: bool = True):
-        self.expected = {t.name: _norm(write_solution(t, kernel_name, wrapper)) for t in tasks}
+    def __init__(self, tasks):
+        self.expected = {t.name: _norm(write_solution(t)) for t in tasks}
 
     def verdict(self, name: str, source: str | None):
         from kernelzero.judge.verdict import Verdict
@@ -86,21 +86,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--sft-max-steps", type=int, default=1500)
     ap.add_argument("--seed", type=int, default=0, help="the models' init and SFT")
-    ap.add_argument("--kernel-name", default="", help="name every writer solution's kernel NAME_kernel and its "
-                    "wrapper NAME (StudyConfig.kernel_name; default: after the composition, exp_mul_sum_kernel)")
     ap.add_argument("--rl-seeds", type=int, nargs="+", default=None,
                     help="seeds of the RL phase and of its evaluation's sampling (default: --seed); several give the "
                     "spread the study's seeds would show with one SFT")  # fmt: skip
     ap.add_argument("--scheduler", default="linear", choices=("linear", "constant_with_warmup", "cosine"),
                     help="the RL phase's learning-rate schedule (TRL's default: linear decay to 0 over the phase)")
-    ap.add_argument("--no-wrapper", dest="wrapper", action="store_false")
     args = ap.parse_args(argv)
     out = Path(args.out)
-    corpus = copy_corpus(args.corpus, out, args.kernel_name, args.wrapper)
-    cfg = proxy_config(args.sft_max_steps, args.hidden, args.layers, args.kernel_name)
+    corpus = copy_corpus(args.corpus, out)
+    cfg = proxy_config(args.sft_max_steps, args.hidden, args.layers)
     train = family.train_tasks(cfg.train_tasks + cfg.loop_tasks, config=cfg.family)
     loop, test = train[cfg.train_tasks :], family.test_tasks(64, config=cfg.family)
-    judge = ExactMatchJudge(train + test, args.kernel_name, args.wrapper)
+    judge = ExactMatchJudge(train + test)
     record, save = open_record(out, vars(args))
     sft_final = cold_start("coder", corpus, out, cfg, args.seed, record, save)
     held_out = loop[-64:]  # never drawn by the RL phases below (they take the first tasks of `loop`)

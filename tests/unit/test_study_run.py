@@ -353,33 +353,6 @@ def test_a_new_study_can_start_from_another_studys_corpus(tmp_path, monkeypatch,
                                                                                            rounds=3)) == ["train_tasks"]
 
 
-def test_a_kernel_name_is_a_corpus_field_and_reaches_the_writer(tmp_path):
-    """The corpus's solutions depend on `kernel_name`: another name is another corpus (`--corpus-from` refuses it),
-    a folder started before the field existed pins as the default (names after the composition), and the corpus
-    stage judges the solutions written under the configured name."""
-    pin_config(tmp_path / "old", smoke_config())
-    first = json.loads((tmp_path / "old" / "study_config.json").read_text())
-    del first["kernel_name"]
-    assert field_mismatch(first, smoke_config()) == []
-    assert field_mismatch(first, replace(smoke_config(), kernel_name="fused")) == ["kernel_name"]
-    with pytest.raises(ValueError, match="kernel_name must be a Python identifier"):
-        replace(smoke_config(), kernel_name="fused-1")
-    from kernelzero.study import corpus as corpus_mod
-    from kernelzero.study import family
-
-    seen = []
-
-    def judge_many(requests):
-        seen.extend(src for _, src, _ in requests)
-        return [Verdict(status="ok", correct=True) for _ in requests]
-
-    tasks = family.train_tasks(6)
-    corpus_mod.build_corpus(tasks, tmp_path / "c", judge_many, "fused")
-    rows = [json.loads(x) for x in (tmp_path / "c" / "corpus.jsonl").read_text().splitlines()]
-    assert len(seen) == len(rows) == 6 and all("def fused_kernel(" in s and "return fused(" in s for s in seen)
-    assert [r["solution"] for r in rows] == seen
-
-
 def test_the_loop_trains_on_training_tasks_that_no_sft_example_holds(tmp_path):
     """The Coder phases draw from the family's training tasks after the corpus's: none is a corpus task (RL would
     replay SFT data), none holds a test pair, and the loop's config reads exactly that list."""

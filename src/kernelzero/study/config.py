@@ -9,7 +9,6 @@ that start, never from one stopped early by hand. No torch import: the CLI check
 from __future__ import annotations
 
 import json
-import keyword
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -64,11 +63,6 @@ class StudyConfig:
     of test samples failing on a NameError (a new composition's function named as a memorised one)."""
     test_tasks: int = 64
     """Test-pair tasks of the evaluation (the study's minimum is 64)."""
-    kernel_name: str = ""
-    """What the writer names every solution's kernel and wrapper (`NAME_kernel`, `NAME`); empty: after the
-    composition (`exp_mul_sum_kernel`). Named after the composition, a test pair's solution needs a name no training
-    example holds, written four times alike: in both H100 studies 20-47% of the test samples after SFT failed on a
-    `NameError` (`softmax_abs` called inside `def softmax_gelu`), and RL cured few of them."""
     proposer_eval_sets: int = 64
     """The Proposer's evaluation: one task for each of this many fixed training API sets (`corpus/api_sets.txt`'s
     first), validated, after SFT and after each round. Its training batches draw other API sets at each step, whose
@@ -157,8 +151,6 @@ class StudyConfig:
             raise ValueError(f"StudyConfig.prompts must be one of {', '.join(PROMPTS)}, got {self.prompts!r}")
         if not 0.0 < self.val_fraction < 1.0:
             raise ValueError(f"StudyConfig.val_fraction must be in (0, 1), got {self.val_fraction!r}")
-        if self.kernel_name and not (self.kernel_name.isidentifier() and not keyword.iskeyword(self.kernel_name)):
-            raise ValueError(f"StudyConfig.kernel_name must be a Python identifier or empty, got {self.kernel_name!r}")
         if self.rl_warmup_steps < 0:
             raise ValueError(f"StudyConfig.rl_warmup_steps must be >= 0, got {self.rl_warmup_steps!r}")
         if self.proposer_sets_per_round is not None and self.proposer_sets_per_round < self.api_sets_per_round:
@@ -190,8 +182,7 @@ def pin_config(out: str | Path, config: StudyConfig) -> None:
     path.write_text(json.dumps(mine, indent=2) + "\n", encoding="utf-8")
 
 
-CORPUS_FIELDS = ("smoke", "device", "family", "train_tasks", "proposer_tasks", "test_tasks", "judge_trials",
-                 "kernel_name")  # fmt: skip
+CORPUS_FIELDS = ("smoke", "device", "family", "train_tasks", "proposer_tasks", "test_tasks", "judge_trials")
 """The fields the corpus stage depends on (its tasks, the judge that passed them): another study with these equal
 may start from the same corpus (`kernelzero study --corpus-from`) and differ in everything after it."""
 

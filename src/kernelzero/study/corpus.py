@@ -71,16 +71,14 @@ class CorpusCheck:
         return not self.leaks
 
 
-def solution_rows(tasks: Sequence[FamilyTask], judge_many: JudgeMany,
-                  kernel_name: str = "") -> tuple[list[dict], list[Verdict]]:  # fmt: skip
-    """Write (`write_solution(task, kernel_name)`) and judge a solution for each training task; the corpus rows of
-    those judged `ok`, and every verdict.
+def solution_rows(tasks: Sequence[FamilyTask], judge_many: JudgeMany) -> tuple[list[dict], list[Verdict]]:
+    """Write and judge a solution for each training task; the corpus rows of those judged `ok`, and every verdict.
 
     Raises ValueError, before judging anything, when a task holds a test pair: the corpus is training data."""
     leaked = [t.name for t in tasks if is_test_set(t.apis)]
     if leaked:
         raise ValueError(f"test-pair tasks cannot enter the cold-start corpus: {', '.join(leaked[:5])}")
-    sources = [write_solution(t, kernel_name) for t in tasks]
+    sources = [write_solution(t) for t in tasks]
     verdicts = list(judge_many([(t.task(), s, BACKEND) for t, s in zip(tasks, sources, strict=True)]))
     rows = []
     for i, (t, source, v) in enumerate(zip(tasks, sources, verdicts, strict=True)):
@@ -93,12 +91,10 @@ def solution_rows(tasks: Sequence[FamilyTask], judge_many: JudgeMany,
     return rows, verdicts
 
 
-def build_corpus(tasks: Sequence[FamilyTask], out: str | os.PathLike, judge_many: JudgeMany,
-                 kernel_name: str = "") -> CorpusSummary:  # fmt: skip
-    """Judge the writer's solutions of `tasks` (training tasks; `kernel_name` as `write_solution` takes it), write
-    the `ok` ones as `out/corpus.jsonl` and `out/dataset` (`loop.export.write_corpus_rows`), and check the written
-    file for leaks (ValueError if any)."""
-    rows, verdicts = solution_rows(tasks, judge_many, kernel_name)
+def build_corpus(tasks: Sequence[FamilyTask], out: str | os.PathLike, judge_many: JudgeMany) -> CorpusSummary:
+    """Judge the writer's solutions of `tasks` (training tasks), write the `ok` ones as `out/corpus.jsonl` and
+    `out/dataset` (`loop.export.write_corpus_rows`), and check the written file for leaks (ValueError if any)."""
+    rows, verdicts = solution_rows(tasks, judge_many)
     write_corpus_rows(rows, out)
     check = check_corpus(out)
     if not check.ok:  # cannot happen after solution_rows' refusal; checked on the file as written all the same

@@ -41,14 +41,13 @@ def smoke_models() -> StudyModelConfig:
     return StudyModelConfig(vocab_size=512, shape=ModelShape(max_position_embeddings=4096))
 
 
-def tokenizer_texts(tasks: Sequence[FamilyTask], solutions: Sequence[str] = (), brief: bool = False,
-                    kernel_name: str = "") -> list[str]:  # fmt: skip
+def tokenizer_texts(tasks: Sequence[FamilyTask], solutions: Sequence[str] = (), brief: bool = False) -> list[str]:
     """What the tokenizer is trained on: every task source, every solution, and the prompts both roles read (in
     full, their rules and worked examples are most of each prompt's characters; `brief` prompts are short)."""
     texts = [t.source for t in tasks] + list(solutions)
     texts += [m["content"] for t in tasks[:4] for m in coder_messages(t.source, "triton", brief=brief)]
     texts += [m["content"] for t in tasks[:4] for m in proposer_messages(t.apis, brief=brief)]
-    texts += [write_solution(t, kernel_name) for t in tasks[:4]]
+    texts += [write_solution(t) for t in tasks[:4]]
     return texts
 
 

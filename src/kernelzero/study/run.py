@@ -168,7 +168,7 @@ class Study:
         test = family.test_tasks(cfg.test_tasks, config=cfg.family)
         out.mkdir(parents=True, exist_ok=True)
         with _VerdictCache(out / "verdicts.jsonl", lambda: self.judge(timed=False), self.say) as cache:
-            summary = build_corpus(train, out, cache.judge_many, cfg.kernel_name)
+            summary = build_corpus(train, out, cache.judge_many)
         self.close_judge()  # the evaluations judge timed
         self.say(f"  corpus: {summary.kept}/{summary.judged} writer solutions judged ok ({dict(summary.statuses)})")
         for name, status, feedback in summary.failures[:5]:
@@ -207,8 +207,7 @@ class Study:
     def build_models(self, corpus: Path, out: Path) -> None:
         rows = list(read_records(corpus / "corpus.jsonl"))
         tasks = family.train_tasks(self.config.train_tasks, config=self.config.family)
-        texts = tokenizer_texts(tasks, [r["solution"] for r in rows], brief=self.config.prompts == "brief",
-                                kernel_name=self.config.kernel_name)  # fmt: skip
+        texts = tokenizer_texts(tasks, [r["solution"] for r in rows], brief=self.config.prompts == "brief")
         paths = build_models(out, texts, self.config.models, seed=self.seed)
         self.say(f"  models: {', '.join(str(p) for p in paths.values())}")
 

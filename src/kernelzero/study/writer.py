@@ -62,11 +62,10 @@ def slug(task: FamilyTask) -> str:
     return "_".join(op.api.split(".")[-1] for op in task.ops)
 
 
-def write_solution(task: FamilyTask, name: str = "", wrapper: bool = True) -> str:
-    """A full Python source defining `ModelNew` for `task`: same constructor and forward signatures as its Model.
-    Its Triton kernel is `{name}_kernel` and its wrapper `{name}`, `name` defaulting to the composition's `slug`."""
+def write_solution(task: FamilyTask) -> str:
+    """A full Python source defining `ModelNew` for `task`: same constructor and forward signatures as its Model."""
     row_ops = [op for op in task.ops if op.api in REDUCTIONS or op.api == SOFTMAX]
-    name = name or slug(task)
+    name = slug(task)
     params = [n for n, _ in task.init]
     tensors = list(task.inputs)
     kernel_args = ", ".join([*(f"{t}_ptr" for t in tensors), "out_ptr", *params])
@@ -115,7 +114,7 @@ def write_solution(task: FamilyTask, name: str = "", wrapper: bool = True) -> st
     ctor = ", ".join(["self", *params])
     assigns = "".join(f"\n        self.{p} = {p}" for p in params)
     forward_call = ", ".join([*tensors, *(f"self.{p}" for p in params)])
-    head = f"""import torch
+    return f"""import torch
 import triton
 import triton.language as tl
 from torch import nn
@@ -124,22 +123,7 @@ from torch import nn
 @triton.jit
 def {name}_kernel({kernel_args}, {size_arg}, BLOCK_SIZE: tl.constexpr):
 {kernel}
-"""
-    if not wrapper:  # forward launches the kernel itself: the name is written twice, not four times
-        launch_args = ", ".join([*tensors, "out", *(f"self.{p}" for p in params), size_arg])
-        inner = "\n".join("    " + line for line in f"{contiguous}\n{setup}".splitlines())
-        return f"""{head}
 
-class ModelNew(nn.Module):
-    def __init__({ctor}):
-        super().__init__(){assigns}
-
-    def forward(self, {", ".join(tensors)}):
-{inner}
-        {name}_kernel[grid]({launch_args}, BLOCK_SIZE=BLOCK_SIZE)
-        return out
-"""
-    return f"""{head}
 
 def {name}({wrapper_args}):
 {contiguous}
