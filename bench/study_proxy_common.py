@@ -16,22 +16,35 @@ from kernelzero.study.models import StudyModelConfig
 from kernelzero.study.weights import corpus_source
 
 
-def proxy_config(sft_max_steps: int, hidden: int = 128, layers: int = 4) -> StudyConfig:
-    """The proxies' study: configs/study_h200.yaml's corpus sizes, model (1M parameters at hidden 128, 4 layers) and
-    SFT, on CPU."""
+def proxy_config(sft_max_steps: int, hidden: int = 128, layers: int = 4, train_tasks: int = 512) -> StudyConfig:
+    """The proxies' study: configs/study_h200.yaml's corpus sizes (`train_tasks` aside), model (1M parameters at
+    hidden 128, 4 layers) and SFT, on CPU."""
     shape = ModelShape(hidden_size=hidden, intermediate_size=3 * hidden, num_hidden_layers=layers,
                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048)  # fmt: skip
-    return StudyConfig(device="cpu", train_tasks=512, proposer_tasks=256, loop_tasks=512,
+    return StudyConfig(device="cpu", train_tasks=train_tasks, proposer_tasks=256, loop_tasks=512,
                        models=StudyModelConfig(1024, shape), sft_lr=2e-3, sft_batch=8,
                        sft_max_steps=sft_max_steps)  # fmt: skip
 
 
-def copy_corpus(source: str | Path, out: Path) -> Path:
-    """`out/corpus`, copied from a study folder or pack holding a finished corpus the first time."""
+def copy_corpus(source: str | Path, out: Path, train_tasks: int | None = None) -> Path:
+    """`out/corpus`, copied from a study folder or pack holding a finished corpus the first time. With `train_tasks`
+    above its rows, the Coder's rows are extended to the family's first `train_tasks` training tasks with the
+    writer's solutions, unjudged: the exact-match proxy needs no verdict (the GPU judge passed all 512 it was given),
+    a GPU study with that many judges them all."""
     corpus = out / "corpus"
     if not corpus.is_dir():
         with corpus_source(source) as (_, src):
             shutil.copytree(src, corpus)
+        rows = [json.loads(x) for x in (corpus / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if x]
+        if train_tasks and train_tasks > len(rows):
+            from kernelzero.study import family
+            from kernelzero.study.writer import write_solution
+
+            have = {r["task_name"] for r in rows}
+            rows += [{"task_name": t.name, "task_source": t.source, "apis": list(t.apis), "backend": "triton",
+                      "solution": write_solution(t)}
+                     for t in family.train_tasks(train_tasks) if t.name not in have]  # fmt: skip
+            (corpus / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return corpus
 
 

@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--sft-max-steps", type=int, default=1500)
     ap.add_argument("--seed", type=int, default=0, help="the models' init and SFT")
+    ap.add_argument("--train-tasks", type=int, default=512,
+                    help="the Coder's SFT corpus: the family's first N training tasks (above the pack's 512, the "
+                    "writer's solutions unjudged); the RL tasks are the 512 after them")  # fmt: skip
     ap.add_argument("--rl-seeds", type=int, nargs="+", default=None,
                     help="seeds of the RL phase and of its evaluation's sampling (default: --seed); several give the "
                     "spread the study's seeds would show with one SFT")  # fmt: skip
@@ -93,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the RL phase's learning-rate schedule (TRL's default: linear decay to 0 over the phase)")
     args = ap.parse_args(argv)
     out = Path(args.out)
-    corpus = copy_corpus(args.corpus, out)
-    cfg = proxy_config(args.sft_max_steps, args.hidden, args.layers)
+    corpus = copy_corpus(args.corpus, out, args.train_tasks)
+    cfg = proxy_config(args.sft_max_steps, args.hidden, args.layers, args.train_tasks)
     train = family.train_tasks(cfg.train_tasks + cfg.loop_tasks, config=cfg.family)
     loop, test = train[cfg.train_tasks :], family.test_tasks(64, config=cfg.family)
     judge = ExactMatchJudge(train + test)

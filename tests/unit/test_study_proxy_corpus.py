@@ -1,0 +1,31 @@
+"""The CPU proxies' corpus: copied from the committed GPU-judged pack as it is, or extended to more training tasks
+with the writer's own solutions, never with a test pair."""
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from study_proxy_common import copy_corpus, proxy_config  # noqa: E402
+
+from kernelzero.study import family  # noqa: E402
+from kernelzero.study.writer import write_solution  # noqa: E402
+
+PACK = ROOT / "bench" / "results" / "study_h100_d1bb4a6.tgz"
+
+
+def _rows(corpus: Path) -> list[dict]:
+    return [json.loads(x) for x in (corpus / "corpus.jsonl").read_text().splitlines() if x]
+
+
+def test_the_pack_is_copied_as_it_is_and_extended_with_the_writers_solutions(tmp_path):
+    as_is = _rows(copy_corpus(PACK, tmp_path / "a"))
+    wider = _rows(copy_corpus(PACK, tmp_path / "b", train_tasks=600))
+    assert len(as_is) == 512 and wider[:512] == as_is
+    tasks = {t.name: t for t in family.train_tasks(600)}
+    assert [r["task_name"] for r in wider] == list(tasks)  # the family's first 600, in order
+    assert all(r["solution"] == write_solution(tasks[r["task_name"]]) for r in wider)
+    assert not any(family.is_test_set(r["apis"]) for r in wider)
+    assert proxy_config(10, train_tasks=600).train_tasks == 600
