@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from study_proxy_common import cold_start, copy_corpus, open_record, proxy_config  # noqa: E402
 
 from kernelzero.study import family  # noqa: E402
-from kernelzero.study.writer import write_solution  # noqa: E402
+from kernelzero.study.writer import slug, write_solution  # noqa: E402
 
 
 def _norm(code: str | None) -> str:
@@ -52,6 +52,13 @@ class ExactMatchJudge:
 
     async def __call__(self, task, source, backend):
         return self.verdict(task.name, source)
+
+
+def rl_task_pool(kind: str, corpus: list, fresh: list) -> list:
+    """The RL phase's tasks: `fresh` (training tasks no SFT example holds), those of them whose composition, the
+    writer's function name, no `corpus` task has (`novel`: a test task's name is always new), or `corpus` itself."""
+    named = {slug(t) for t in corpus}
+    return {"fresh": fresh, "novel": [t for t in fresh if slug(t) not in named], "corpus": corpus}[kind]
 
 
 def pass_at_1(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed: int) -> float:
@@ -79,9 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=12, help="judged batches per learning rate")
     ap.add_argument("--batch", type=int, default=32, help="rollouts per judged batch")
     ap.add_argument("--generations", type=int, default=8, help="group size G")
-    ap.add_argument("--rl-tasks", choices=("fresh", "corpus"), default="fresh",
-                    help="fresh: training tasks after the corpus's (the study's loop_tasks); corpus: the SFT corpus's "
-                    "own tasks (what the first H100 run trained on)")  # fmt: skip
+    ap.add_argument("--rl-tasks", choices=("fresh", "novel", "corpus"), default="fresh",
+                    help="fresh: training tasks after the corpus's (the study's loop_tasks); novel: those of them whose "
+                    "composition (the writer's function name) no corpus task has, as no test task has; corpus: the SFT "
+                    "corpus's own tasks (what the first H100 run trained on)")  # fmt: skip
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--sft-max-steps", type=int, default=1500)
@@ -119,9 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     from kernelzero.trainers.coder import coder_prompt, run_coder_phase
     from kernelzero.trainers.config import CoderPhaseConfig
 
-    rl_tasks = [t.task() for t in (loop[: len(loop) - 64] if args.rl_tasks == "fresh" else train[: cfg.train_tasks])]
+    rl_tasks = [t.task() for t in rl_task_pool(args.rl_tasks, train[: cfg.train_tasks], loop[: len(loop) - 64])]
+    print(f"RL tasks ({args.rl_tasks}): {len(rl_tasks)}", flush=True)
     for lr, rl_seed in [(lr, rs) for lr in args.lr for rs in (args.rl_seeds or [args.seed])]:
-        key = f"lr={lr:g},mu={args.mu},steps={args.steps}" + (",corpus" if args.rl_tasks == "corpus" else "")
+        key = f"lr={lr:g},mu={args.mu},steps={args.steps}" + (f",{args.rl_tasks}" if args.rl_tasks != "fresh" else "")
         key += f",{args.scheduler}" if args.scheduler != "linear" else ""
         key += f",seed={rl_seed}" if args.rl_seeds else ""
         if key in record["runs"]:

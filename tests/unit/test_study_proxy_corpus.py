@@ -29,3 +29,18 @@ def test_the_pack_is_copied_as_it_is_and_extended_with_the_writers_solutions(tmp
     assert all(r["solution"] == write_solution(tasks[r["task_name"]]) for r in wider)
     assert not any(family.is_test_set(r["apis"]) for r in wider)
     assert proxy_config(10, train_tasks=600).train_tasks == 600
+
+
+def test_the_novel_rl_tasks_are_fresh_tasks_whose_composition_no_corpus_task_names():
+    from study_rl_proxy import rl_task_pool
+
+    from kernelzero.study.writer import slug
+
+    train = family.train_tasks(400)
+    corpus, fresh = train[:300], train[300:]
+    novel = rl_task_pool("novel", corpus, fresh)
+    named = {slug(t) for t in corpus}
+    assert 0 < len(novel) < len(fresh) and all(slug(t) not in named for t in novel)
+    assert [t for t in fresh if slug(t) not in named] == novel  # every such fresh task, in order
+    assert rl_task_pool("fresh", corpus, fresh) == fresh and rl_task_pool("corpus", corpus, fresh) == corpus
+    assert not {slug(t) for t in family.test_tasks(64)} & named  # what "novel" stands in for
