@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernelzero.generation.tiny import ModelShape
+from kernelzero.loop.runlog import read_records
 from kernelzero.study.config import StudyConfig
 from kernelzero.study.models import StudyModelConfig
 from kernelzero.study.weights import corpus_source
@@ -28,15 +29,15 @@ def proxy_config(sft_max_steps: int, hidden: int = 128, layers: int = 4, train_t
 
 def copy_corpus(source: str | Path, out: Path, train_tasks: int | None = None) -> Path:
     """`out/corpus`, copied from a study folder or pack holding a finished corpus the first time. With `train_tasks`
-    above its rows, the Coder's rows are extended to the family's first `train_tasks` training tasks with the
-    writer's solutions, unjudged: the exact-match proxy needs no verdict (the GPU judge passed all 512 it was given),
-    a GPU study with that many judges them all."""
+    above its rows, the Coder's rows in `corpus.jsonl` (what SFT reads; `dataset/` keeps the pack's) are extended to
+    the family's first `train_tasks` training tasks with the writer's solutions, unjudged: the exact-match proxy needs
+    no verdict (the GPU judge passed all 512 it was given), a GPU study with that many judges them all."""
     corpus = out / "corpus"
     if not corpus.is_dir():
         with corpus_source(source) as (_, src):
             shutil.copytree(src, corpus)
-        rows = [json.loads(x) for x in (corpus / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if x]
-        if train_tasks and train_tasks > len(rows):
+        rows = list(read_records(corpus / "corpus.jsonl")) if train_tasks else []
+        if rows and train_tasks > len(rows):
             from kernelzero.study import family
             from kernelzero.study.writer import write_solution
 

@@ -87,9 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=32, help="rollouts per judged batch")
     ap.add_argument("--generations", type=int, default=8, help="group size G")
     ap.add_argument("--rl-tasks", choices=("fresh", "novel", "corpus"), default="fresh",
-                    help="fresh: training tasks after the corpus's (the study's loop_tasks); novel: those of them whose "
-                    "composition (the writer's function name) no corpus task has, as no test task has; corpus: the SFT "
-                    "corpus's own tasks (what the first H100 run trained on)")  # fmt: skip
+                    help="fresh: training tasks after the corpus's (the study's loop_tasks); novel: those of them "
+                    "whose composition (the writer's function name) no corpus task has, as no test task has; corpus: "
+                    "the SFT corpus's own tasks (what the first H100 run trained on)")  # fmt: skip
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--sft-max-steps", type=int, default=1500)

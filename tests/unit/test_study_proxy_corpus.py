@@ -1,7 +1,6 @@
 """The CPU proxies' corpus: copied from the committed GPU-judged pack as it is, or extended to more training tasks
 with the writer's own solutions, never with a test pair."""
 
-import json
 import sys
 from pathlib import Path
 
@@ -10,6 +9,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from study_proxy_common import copy_corpus, proxy_config  # noqa: E402
 
+from kernelzero.loop.runlog import read_records  # noqa: E402
 from kernelzero.study import family  # noqa: E402
 from kernelzero.study.writer import write_solution  # noqa: E402
 
@@ -17,7 +17,7 @@ PACK = ROOT / "bench" / "results" / "study_h100_d1bb4a6.tgz"
 
 
 def _rows(corpus: Path) -> list[dict]:
-    return [json.loads(x) for x in (corpus / "corpus.jsonl").read_text().splitlines() if x]
+    return list(read_records(corpus / "corpus.jsonl"))
 
 
 def test_the_pack_is_copied_as_it_is_and_extended_with_the_writers_solutions(tmp_path):
