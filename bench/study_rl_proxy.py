@@ -96,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sft-max-steps", type=int, default=1500)
     ap.add_argument("--sft-patience", type=int, default=4,
                     help="validation-loss evaluations (every 50 steps) without a 1%% improvement that stop SFT")
+    ap.add_argument("--sft-scheduler", default="constant_with_warmup", choices=("constant_with_warmup", "cosine"),
+                    help="SFT's learning-rate schedule after warm-up (cosine: to 0 at --sft-max-steps)")
     ap.add_argument("--seed", type=int, default=0, help="the models' init and SFT")
     ap.add_argument("--train-tasks", type=int, default=512,
                     help="the Coder's SFT corpus: the family's first N training tasks (above the pack's 512, the "
@@ -109,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     corpus = copy_corpus(args.corpus, out, args.train_tasks)
     cfg = replace(proxy_config(args.sft_max_steps, args.hidden, args.layers, args.train_tasks),
-                  sft_patience=args.sft_patience)
+                  sft_patience=args.sft_patience, sft_scheduler=args.sft_scheduler)
     train = family.train_tasks(cfg.train_tasks + cfg.loop_tasks, config=cfg.family)
     loop, test = train[cfg.train_tasks :], family.test_tasks(64, config=cfg.family)
     judge = ExactMatchJudge(train + test)

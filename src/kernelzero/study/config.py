@@ -17,6 +17,8 @@ from kernelzero.roles.coder import PROMPTS
 from kernelzero.study.family import FamilyConfig
 from kernelzero.study.models import StudyModelConfig, smoke_models
 
+SFT_SCHEDULERS = ("constant_with_warmup", "cosine")
+
 
 @dataclass(frozen=True)
 class Arm:
@@ -83,6 +85,9 @@ class StudyConfig:
     val_fraction: float = 0.1
     """Share of each role's SFT examples held out for the validation loss of the stopping rule."""
     sft_lr: float = 1e-3
+    sft_scheduler: str = "constant_with_warmup"
+    """SFT's learning-rate schedule after its warm-up (transformers' names): `constant_with_warmup`, or `cosine`,
+    decaying to 0 at `sft_max_steps` (a run the plateau rule stops early stops at a higher rate)."""
     sft_batch: int = 16
     sft_max_steps: int = 3000
     sft_eval_every: int = 50
@@ -151,6 +156,9 @@ class StudyConfig:
             raise ValueError(f"StudyConfig.prompts must be one of {', '.join(PROMPTS)}, got {self.prompts!r}")
         if not 0.0 < self.val_fraction < 1.0:
             raise ValueError(f"StudyConfig.val_fraction must be in (0, 1), got {self.val_fraction!r}")
+        if self.sft_scheduler not in SFT_SCHEDULERS:
+            raise ValueError(f"StudyConfig.sft_scheduler must be one of {', '.join(SFT_SCHEDULERS)}, "
+                             f"got {self.sft_scheduler!r}")  # fmt: skip
         if self.rl_warmup_steps < 0:
             raise ValueError(f"StudyConfig.rl_warmup_steps must be >= 0, got {self.rl_warmup_steps!r}")
         if self.proposer_sets_per_round is not None and self.proposer_sets_per_round < self.api_sets_per_round:
@@ -187,8 +195,8 @@ CORPUS_FIELDS = ("smoke", "device", "family", "train_tasks", "proposer_tasks", "
 may start from the same corpus (`kernelzero study --corpus-from`) and differ in everything after it."""
 
 
-SFT_FIELDS = (*CORPUS_FIELDS, "models", "prompts", "val_fraction", "sft_lr", "sft_batch", "sft_max_steps",
-              "sft_eval_every", "sft_patience", "sft_min_improvement")
+SFT_FIELDS = (*CORPUS_FIELDS, "models", "prompts", "val_fraction", "sft_lr", "sft_scheduler", "sft_batch",
+              "sft_max_steps", "sft_eval_every", "sft_patience", "sft_min_improvement")
 """The fields a seed's SFT depends on besides its seed: another study with these equal may start a seed from that
 seed's SFT weights (`kernelzero study --sft-from`) and differ in the loop and what comes after it."""
 EVAL_FIELDS = ("eval_samples", "eval_temperature", "eval_batch", "max_new_tokens")

@@ -108,7 +108,7 @@ def sft_role(role: str, corpus: Path, init: Path, out: Path, config: StudyConfig
                          save_total_limit=2, logging_steps=min(every, 10), seed=seed, use_cpu=on_cpu,
                          sft_overrides={"eval_strategy": "steps", "eval_steps": every, "load_best_model_at_end": True,
                                         "metric_for_best_model": "eval_loss", "per_device_eval_batch_size":
-                                        config.sft_batch, "lr_scheduler_type": "constant_with_warmup",
+                                        config.sft_batch, "lr_scheduler_type": config.sft_scheduler,
                                         "warmup_steps": min(50, config.sft_max_steps // 10)})  # fmt: skip
     stop = PlateauStop(config.sft_patience, config.sft_min_improvement)
     prompt_fn = functools.partial(proposer_prompt if role == "proposer" else coder_prompt,
