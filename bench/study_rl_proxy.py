@@ -98,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="validation-loss evaluations (every 50 steps) without a 1%% improvement that stop SFT")
     ap.add_argument("--sft-scheduler", default="constant_with_warmup", choices=("constant_with_warmup", "cosine"),
                     help="SFT's learning-rate schedule after warm-up (cosine: to 0 at --sft-max-steps)")
+    ap.add_argument("--sft-keep", default="best", choices=("best", "last"),
+                    help="the SFT weights RL starts from: the lowest validation loss (stopped by the plateau rule), "
+                    "or the last of --sft-max-steps")  # fmt: skip
     ap.add_argument("--seed", type=int, default=0, help="the models' init and SFT")
     ap.add_argument("--train-tasks", type=int, default=512,
                     help="the Coder's SFT corpus: the family's first N training tasks (above the pack's 512, the "
@@ -111,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     corpus = copy_corpus(args.corpus, out, args.train_tasks)
     cfg = replace(proxy_config(args.sft_max_steps, args.hidden, args.layers, args.train_tasks),
-                  sft_patience=args.sft_patience, sft_scheduler=args.sft_scheduler)
+                  sft_patience=args.sft_patience, sft_scheduler=args.sft_scheduler, sft_keep=args.sft_keep)
     train = family.train_tasks(cfg.train_tasks + cfg.loop_tasks, config=cfg.family)
     loop, test = train[cfg.train_tasks :], family.test_tasks(64, config=cfg.family)
     judge = ExactMatchJudge(train + test)

@@ -190,11 +190,15 @@ def test_study_config_names_bad_fields():
         RunConfig(prompts="short")
     with pytest.raises(ValueError, match="StudyConfig.sft_scheduler must be one of constant_with_warmup, cosine"):
         StudyConfig(sft_scheduler="linear")
+    with pytest.raises(ValueError, match="StudyConfig.sft_keep must be one of best, last"):
+        StudyConfig(sft_keep="final")
 
 
-@pytest.mark.parametrize("scheduler", ["constant_with_warmup", "cosine"])
-def test_sft_trains_with_the_configured_schedule(tmp_path, monkeypatch, scheduler):
-    """The schedule is one of the SFT's fields: the trainer gets it, and a study with another one is another SFT."""
+@pytest.mark.parametrize("scheduler, keep", [("constant_with_warmup", "best"), ("cosine", "last")])
+def test_sft_trains_with_the_configured_schedule_and_keeps_the_configured_weights(tmp_path, monkeypatch, scheduler,
+                                                                                   keep):  # fmt: skip
+    """The schedule and which weights are kept are SFT fields: the trainer gets them, and a study with others is
+    another SFT. `last` never stops on a plateau and does not load the lowest-loss checkpoint at the end."""
     import kernelzero.study.sft as sft
     from kernelzero.study.config import SFT_FIELDS
 
@@ -202,6 +206,8 @@ def test_sft_trains_with_the_configured_schedule(tmp_path, monkeypatch, schedule
 
     def fake_run_sft(cfg, train, eval_pairs, callbacks, prompt_fn):
         seen.update(cfg.sft_overrides, n_train=len(train), n_val=len(eval_pairs))
+        (stop,) = callbacks
+        seen["stops"] = [stop.see(step, 1.0) for step in range(1, 11)][-1]  # ten evaluations without a gain
         (tmp_path / "out" / "final").mkdir(parents=True)
         (tmp_path / "out" / "final" / "model.safetensors").write_bytes(b"w")
         return SimpleNamespace(global_step=4, final_model_dir=tmp_path / "out" / "final")
@@ -209,10 +215,11 @@ def test_sft_trains_with_the_configured_schedule(tmp_path, monkeypatch, schedule
     monkeypatch.setattr(sft, "run_sft", fake_run_sft)
     rows = [{"task_name": f"t{i}", "task_source": "x", "apis": ["relu"], "solution": "y"} for i in range(10)]
     (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    config = StudyConfig(device="cpu", sft_scheduler=scheduler, sft_max_steps=300)
+    config = StudyConfig(device="cpu", sft_scheduler=scheduler, sft_keep=keep, sft_max_steps=300)
     sft.sft_role("coder", tmp_path, tmp_path / "init", tmp_path / "out", config, 0, lambda _: None)
     assert seen["lr_scheduler_type"] == scheduler and seen["warmup_steps"] == 30
-    assert (seen["n_train"], seen["n_val"]) == (9, 1) and "sft_scheduler" in SFT_FIELDS
+    assert seen["load_best_model_at_end"] is (keep == "best") and seen["stops"] is (keep == "best")
+    assert (seen["n_train"], seen["n_val"]) == (9, 1) and {"sft_scheduler", "sft_keep"} <= set(SFT_FIELDS)
 
 
 @pytest.mark.parametrize("prompts", ["brief", "full"])

@@ -18,6 +18,7 @@ from kernelzero.study.family import FamilyConfig
 from kernelzero.study.models import StudyModelConfig, smoke_models
 
 SFT_SCHEDULERS = ("constant_with_warmup", "cosine")
+SFT_KEEP = ("best", "last")
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,11 @@ class StudyConfig:
     sft_scheduler: str = "constant_with_warmup"
     """SFT's learning-rate schedule after its warm-up (transformers' names): `constant_with_warmup`, or `cosine`,
     decaying to 0 at `sft_max_steps` (a run the plateau rule stops early stops at a higher rate)."""
+    sft_keep: str = "best"
+    """Which SFT weights start RL. `best`: the checkpoint of the lowest validation loss, training stopped by the
+    plateau rule (`sft_patience`); `last`: all `sft_max_steps` steps and their final weights, the validation loss
+    only recorded. On the CPU proxy the validation loss was a poor guide: a cosine run's lowest-loss checkpoint
+    (step 1,300, loss 0.040) wrote 18% of test tasks, its last (step 3,000, loss 0.045) 30% (bench/README)."""
     sft_batch: int = 16
     sft_max_steps: int = 3000
     sft_eval_every: int = 50
@@ -159,6 +165,8 @@ class StudyConfig:
         if self.sft_scheduler not in SFT_SCHEDULERS:
             raise ValueError(f"StudyConfig.sft_scheduler must be one of {', '.join(SFT_SCHEDULERS)}, "
                              f"got {self.sft_scheduler!r}")  # fmt: skip
+        if self.sft_keep not in SFT_KEEP:
+            raise ValueError(f"StudyConfig.sft_keep must be one of {', '.join(SFT_KEEP)}, got {self.sft_keep!r}")
         if self.rl_warmup_steps < 0:
             raise ValueError(f"StudyConfig.rl_warmup_steps must be >= 0, got {self.rl_warmup_steps!r}")
         if self.proposer_sets_per_round is not None and self.proposer_sets_per_round < self.api_sets_per_round:
@@ -195,8 +203,8 @@ CORPUS_FIELDS = ("smoke", "device", "family", "train_tasks", "proposer_tasks", "
 may start from the same corpus (`kernelzero study --corpus-from`) and differ in everything after it."""
 
 
-SFT_FIELDS = (*CORPUS_FIELDS, "models", "prompts", "val_fraction", "sft_lr", "sft_scheduler", "sft_batch",
-              "sft_max_steps", "sft_eval_every", "sft_patience", "sft_min_improvement")
+SFT_FIELDS = (*CORPUS_FIELDS, "models", "prompts", "val_fraction", "sft_lr", "sft_scheduler", "sft_keep",
+              "sft_batch", "sft_max_steps", "sft_eval_every", "sft_patience", "sft_min_improvement")
 """The fields a seed's SFT depends on besides its seed: another study with these equal may start a seed from that
 seed's SFT weights (`kernelzero study --sft-from`) and differ in the loop and what comes after it."""
 EVAL_FIELDS = ("eval_samples", "eval_temperature", "eval_batch", "max_new_tokens")

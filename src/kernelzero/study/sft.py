@@ -100,17 +100,18 @@ def sft_role(role: str, corpus: Path, init: Path, out: Path, config: StudyConfig
     rows = [{"task_name": p.task.name, "task_source": p.task.source, "apis": list(p.task.apis), "split": s}
             for s, ps in (("train", train), ("val", val)) for p in ps]  # fmt: skip
     (out / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    every = config.sft_eval_every
+    every, best = config.sft_eval_every, config.sft_keep == "best"
     on_cpu = config.device == "cpu" or (config.device == "auto" and not _cuda())
     cfg = SFTPhaseConfig(output_dir=str(out), model=str(init), learning_rate=config.sft_lr,
                          max_steps=config.sft_max_steps, per_device_train_batch_size=config.sft_batch,
                          max_length=config.models.shape.max_position_embeddings, save_steps=every,
                          save_total_limit=2, logging_steps=min(every, 10), seed=seed, use_cpu=on_cpu,
-                         sft_overrides={"eval_strategy": "steps", "eval_steps": every, "load_best_model_at_end": True,
+                         sft_overrides={"eval_strategy": "steps", "eval_steps": every, "load_best_model_at_end": best,
                                         "metric_for_best_model": "eval_loss", "per_device_eval_batch_size":
                                         config.sft_batch, "lr_scheduler_type": config.sft_scheduler,
                                         "warmup_steps": min(50, config.sft_max_steps // 10)})  # fmt: skip
-    stop = PlateauStop(config.sft_patience, config.sft_min_improvement)
+    # `last` trains every step and only records the validation loss: the rule never stops it
+    stop = PlateauStop(config.sft_patience if best else math.inf, config.sft_min_improvement)
     prompt_fn = functools.partial(proposer_prompt if role == "proposer" else coder_prompt,
                                   brief=config.prompts == "brief")  # the prompts the loop and the evaluation use
     result = run_sft(cfg, train, eval_pairs=val, callbacks=[stop], prompt_fn=prompt_fn)
