@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from study_proxy_common import cold_start, copy_corpus, open_record, proxy_config  # noqa: E402
 
 from kernelzero.study import family  # noqa: E402
+from kernelzero.study.config import SFT_KEEP, SFT_SCHEDULERS  # noqa: E402
 from kernelzero.study.writer import slug, write_solution  # noqa: E402
 
 
@@ -96,9 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sft-max-steps", type=int, default=1500)
     ap.add_argument("--sft-patience", type=int, default=4,
                     help="validation-loss evaluations (every 50 steps) without a 1%% improvement that stop SFT")
-    ap.add_argument("--sft-scheduler", default="constant_with_warmup", choices=("constant_with_warmup", "cosine"),
+    ap.add_argument("--sft-scheduler", default="constant_with_warmup", choices=SFT_SCHEDULERS,
                     help="SFT's learning-rate schedule after warm-up (cosine: to 0 at --sft-max-steps)")
-    ap.add_argument("--sft-keep", default="best", choices=("best", "last"),
+    ap.add_argument("--sft-keep", default="best", choices=SFT_KEEP,
                     help="the SFT weights RL starts from: the lowest validation loss (stopped by the plateau rule), "
                     "or the last of --sft-max-steps")  # fmt: skip
     ap.add_argument("--seed", type=int, default=0, help="the models' init and SFT")

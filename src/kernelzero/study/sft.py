@@ -91,10 +91,10 @@ def split(pairs: list[SolutionPair], fraction: float, seed: int) -> tuple[list[S
 
 def sft_role(role: str, corpus: Path, init: Path, out: Path, config: StudyConfig, seed: int,
              say: Callable[[str], None], before: str | None = None) -> dict:  # fmt: skip
-    """Cold-start one role from its initial weights into `out/final` (the best checkpoint by validation loss) and
-    record the run in `out/done.json` (returned), with its weights' digest; `before`: the digest an earlier training
-    of the same role recorded (its weights gone, `study.weights`), and the record says whether this one reproduced
-    it."""
+    """Cold-start one role from its initial weights into `out/final` (the lowest-loss checkpoint, or the last weights:
+    `StudyConfig.sft_keep`) and record the run in `out/done.json` (returned), with its weights' digest; `before`: the
+    digest an earlier training of the same role recorded (its weights gone, `study.weights`), and the record says
+    whether this one reproduced it."""
     train, val = split(role_pairs(role, corpus), config.val_fraction, seed)
     out.mkdir(parents=True, exist_ok=True)
     rows = [{"task_name": p.task.name, "task_source": p.task.source, "apis": list(p.task.apis), "split": s}
