@@ -131,15 +131,22 @@ def main(argv: list[str] | None = None) -> int:
                 pool = lean if level == "lean" else all_h
                 row = one_pass(pool, cases, level, f"\n# ablation pass {k}, {level}\n")
                 passes[k].append(row)
+                if args.out:  # after every level, so a command cut by its time limit keeps the levels it finished
+                    save(args.out, {"gpu": torch.cuda.get_device_name(0), "n": len(cases), "partial": True,
+                                    "passes": passes})  # fmt: skip
                 print(f"pass {k} {level:<7} {row['wall_s']:>7.1f} s {row['per_min']:>6.1f}/min, build median "
                       f"{row['build_median_s']} s, {len(row['mismatches'])} mismatches", flush=True)  # fmt: skip
     about = {"gpu": torch.cuda.get_device_name(0), "n": len(cases), "wall_s": round(time.perf_counter() - t0, 1)}
     if len(passes) < 2 or len(args.levels) < len(LEVELS):  # a pass or part of one: its rows, for --merge
         if args.out:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps({**about, "passes": passes}, indent=2) + "\n")
+            save(args.out, {**about, "passes": passes})
         return 1 if any(r["mismatches"] for p in passes.values() for r in p) else 0
     return report([passes[1], passes[2]], about, args.out)
+
+
+def save(out: Path, record: dict) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2) + "\n")
 
 
 def report(passes: list[list[dict]], about: dict, out: Path | None) -> int:
@@ -149,8 +156,7 @@ def report(passes: list[list[dict]], about: dict, out: Path | None) -> int:
         print(f"{p['part']:<7} saves {', '.join(f'{s:.1%}' for s in p['savings'])}: "
               f"{'keep' if p['keep'] else 'REMOVE (under 10% in a pass)'}")  # fmt: skip
     if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({**about, "passes": {1: passes[0], 2: passes[1]}, "parts": parts}, indent=2) + "\n")
+        save(out, {**about, "passes": {1: passes[0], 2: passes[1]}, "parts": parts})
     return 1 if any(r["mismatches"] for p in passes for r in p) else 0
 
 
