@@ -27,17 +27,19 @@ def proxy_config(sft_max_steps: int, hidden: int = 128, layers: int = 4, train_t
                        sft_max_steps=sft_max_steps)  # fmt: skip
 
 
-def copy_corpus(source: str | Path, out: Path, train_tasks: int | None = None) -> Path:
+def copy_corpus(source: str | Path, out: Path, train_tasks: int | None = None, sizes: tuple[int, ...] = (2, 3)) -> Path:
     """`out/corpus`, copied from a study folder or pack holding a finished corpus the first time. With `train_tasks`
     above its rows, the Coder's rows in `corpus.jsonl` (what SFT reads; `dataset/` keeps the pack's) are extended to
     the family's first `train_tasks` training tasks with the writer's solutions, unjudged: the exact-match proxy needs
-    no verdict (the GPU judge passed all 512 it was given), a GPU study with that many judges them all."""
+    no verdict (the GPU judge passed all 512 it was given), a GPU study with that many judges them all. Only rows
+    of tasks with a number of APIs in `sizes` are kept: (2,) leaves the Coder's SFT without a 3-API chain, a skill
+    the loop's tasks (pairs and triples) then ask of RL."""
     corpus = out / "corpus"
     if not corpus.is_dir():
         with corpus_source(source) as (_, src):
             shutil.copytree(src, corpus)
-        rows = list(read_records(corpus / "corpus.jsonl")) if train_tasks else []
-        if rows and train_tasks > len(rows):
+        rows = list(read_records(corpus / "corpus.jsonl")) if train_tasks or set(sizes) != {2, 3} else []
+        if rows and train_tasks and train_tasks > len(rows):
             from kernelzero.study import family
             from kernelzero.study.writer import write_solution
 
@@ -45,6 +47,8 @@ def copy_corpus(source: str | Path, out: Path, train_tasks: int | None = None) -
             rows += [{"task_name": t.name, "task_source": t.source, "apis": list(t.apis), "backend": "triton",
                       "solution": write_solution(t)}
                      for t in family.train_tasks(train_tasks) if t.name not in have]  # fmt: skip
+        if rows:
+            rows = [r for r in rows if len(r["apis"]) in sizes]
             (corpus / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return corpus
 

@@ -63,7 +63,10 @@ def rl_task_pool(kind: str, corpus: list, fresh: list) -> list:
     return {"fresh": fresh, "novel": [t for t in fresh if slug(t) not in named], "corpus": corpus}[kind]
 
 
-def pass_at_1(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed: int) -> float:
+def pass_at_1(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed: int, by_size: dict | None = None
+              ) -> float:  # fmt: skip
+    """Exact-match pass@1 over `tasks` (`samples` each at temperature 1); `by_size`, if given, gets it per number of
+    APIs in a task (2: pairs, 3: triples)."""
     from kernelzero.generation import load_policy
     from kernelzero.generation.base import SamplingConfig
     from kernelzero.roles.coder import coder_messages, parse_coder_completion
@@ -71,12 +74,16 @@ def pass_at_1(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed
     policy = load_policy(str(model_dir), device="cpu", batch_size=64)
     chats = [coder_messages(t.source, "triton", brief=True) for t in tasks]
     outs = policy.generate(chats, samples, SamplingConfig(temperature=1.0, max_new_tokens=512, seed=seed))
-    hits = 0
+    hits: dict[int, list[int]] = {}  # APIs per task -> [correct, samples]
     for t, completions in zip(tasks, outs, strict=True):
+        h = hits.setdefault(len(t.apis), [0, 0])
         for c in completions:
             parsed = parse_coder_completion(c.text)  # a ParseFailure has no code
-            hits += judge.verdict(t.name, getattr(parsed, "code", None)).correct
-    return hits / (len(tasks) * samples)
+            h[0] += judge.verdict(t.name, getattr(parsed, "code", None)).correct
+            h[1] += 1
+    if by_size is not None:
+        by_size.update({str(k): round(a / n, 4) for k, (a, n) in sorted(hits.items())})
+    return sum(a for a, _ in hits.values()) / (len(tasks) * samples)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="fresh: training tasks after the corpus's (the study's loop_tasks); novel: those of them "
                     "whose composition (the writer's function name) no corpus task has, as no test task has; corpus: "
                     "the SFT corpus's own tasks (what the first H100 run trained on)")  # fmt: skip
+    ap.add_argument("--corpus-apis", type=int, nargs="+", choices=(2, 3), default=[2, 3],
+                    help="the SFT corpus keeps tasks of these many APIs (2: pairs only, so a 3-API chain is a skill "
+                    "only RL, on the loop's pairs and triples, can teach)")  # fmt: skip
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--sft-max-steps", type=int, default=1500)
@@ -113,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="the RL phase's learning-rate schedule (TRL's default: linear decay to 0 over the phase)")
     args = ap.parse_args(argv)
     out = Path(args.out)
-    corpus = copy_corpus(args.corpus, out, args.train_tasks)
+    corpus = copy_corpus(args.corpus, out, args.train_tasks, tuple(args.corpus_apis))
     cfg = replace(proxy_config(args.sft_max_steps, args.hidden, args.layers, args.train_tasks),
                   sft_patience=args.sft_patience, sft_scheduler=args.sft_scheduler, sft_keep=args.sft_keep)
     train = family.train_tasks(cfg.train_tasks + cfg.loop_tasks, config=cfg.family)
@@ -123,13 +133,17 @@ def main(argv: list[str] | None = None) -> int:
     sft_final = cold_start("coder", corpus, out, cfg, args.seed, record, save)
     held_out = loop[-64:]  # never drawn by the RL phases below (they take the first tasks of `loop`)
     if "after_sft" not in record:
-        record["after_sft"] = {"test": pass_at_1(sft_final, test, judge, 4, args.seed),
-                               "held_out_train": pass_at_1(sft_final, held_out, judge, 4, args.seed)}  # fmt: skip
+        sizes: dict[str, dict] = {"test": {}, "held_out_train": {}}
+        record["after_sft"] = {"test": pass_at_1(sft_final, test, judge, 4, args.seed, sizes["test"]),
+                               "held_out_train": pass_at_1(sft_final, held_out, judge, 4, args.seed,
+                                                           sizes["held_out_train"]),
+                               "by_apis": sizes}  # fmt: skip
         save()
     for rs in args.rl_seeds or []:  # the same SFT weights sampled with each RL seed: the spread sampling alone gives
         by_seed = record.setdefault("after_sft_by_seed", {})
         if str(rs) not in by_seed:
-            by_seed[str(rs)] = {"test": pass_at_1(sft_final, test, judge, 4, rs)}
+            sizes = {}
+            by_seed[str(rs)] = {"test": pass_at_1(sft_final, test, judge, 4, rs, sizes), "test_by_apis": sizes}
             save()
     print("after SFT:", record["after_sft"], record.get("after_sft_by_seed", ""), flush=True)
 
@@ -163,9 +177,12 @@ def main(argv: list[str] | None = None) -> int:
                         on_rewards=on_rewards,
                         resume=False)  # fmt: skip
         final = phase / "final"
+        sizes = {"test": {}, "held_out_train": {}}
         record["runs"][key] = {"train_pass_by_batch": batches, "seconds": round(time.monotonic() - t0, 1),
-                               "test": pass_at_1(final, test, judge, 4, rl_seed),
-                               "held_out_train": pass_at_1(final, held_out, judge, 4, rl_seed)}  # fmt: skip
+                               "test": pass_at_1(final, test, judge, 4, rl_seed, sizes["test"]),
+                               "held_out_train": pass_at_1(final, held_out, judge, 4, rl_seed,
+                                                           sizes["held_out_train"]),
+                               "by_apis": sizes}  # fmt: skip
         save()
         print(key, json.dumps(record["runs"][key]), flush=True)
     return 0

@@ -31,6 +31,16 @@ def test_the_pack_is_copied_as_it_is_and_extended_with_the_writers_solutions(tmp
     assert proxy_config(10, train_tasks=600).train_tasks == 600
 
 
+def test_a_pairs_only_corpus_keeps_every_pair_task_and_no_triple(tmp_path):
+    pairs = _rows(copy_corpus(PACK, tmp_path / "p", train_tasks=600, sizes=(2,)))
+    expected = [t.name for t in family.train_tasks(600) if len(t.apis) == 2]
+    assert [r["task_name"] for r in pairs] == expected and len(expected) > 250
+    assert {len(r["apis"]) for r in pairs} == {2}
+    triples = _rows(copy_corpus(PACK, tmp_path / "t", sizes=(3,)))  # the pack's own rows, filtered
+    assert triples and {len(r["apis"]) for r in triples} == {3}
+    assert len(triples) + len(_rows(copy_corpus(PACK, tmp_path / "q", sizes=(2,)))) == 512
+
+
 def test_the_novel_rl_tasks_are_fresh_tasks_whose_composition_no_corpus_task_names():
     from study_rl_proxy import rl_task_pool
 
