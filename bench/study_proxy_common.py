@@ -27,18 +27,18 @@ def proxy_config(sft_max_steps: int, hidden: int = 128, layers: int = 4, train_t
                        sft_max_steps=sft_max_steps)  # fmt: skip
 
 
-def copy_corpus(source: str | Path, out: Path, train_tasks: int | None = None, sizes: tuple[int, ...] = (2, 3)) -> Path:
+def copy_corpus(source: str | Path, out: Path, train_tasks: int | None = None, triples: int | None = None) -> Path:
     """`out/corpus`, copied from a study folder or pack holding a finished corpus the first time. With `train_tasks`
     above its rows, the Coder's rows in `corpus.jsonl` (what SFT reads; `dataset/` keeps the pack's) are extended to
     the family's first `train_tasks` training tasks with the writer's solutions, unjudged: the exact-match proxy needs
-    no verdict (the GPU judge passed all 512 it was given), a GPU study with that many judges them all. Only rows
-    of tasks with a number of APIs in `sizes` are kept: (2,) leaves the Coder's SFT without a 3-API chain, a skill
-    the loop's tasks (pairs and triples) then ask of RL."""
+    no verdict (the GPU judge passed all 512 it was given), a GPU study with that many judges them all. With
+    `triples`, only the first that many rows of 3-API tasks are kept (0: pairs only): a corpus short of the 3-API
+    chains the loop's tasks (half pairs, half triples) then ask of RL."""
     corpus = out / "corpus"
     if not corpus.is_dir():
         with corpus_source(source) as (_, src):
             shutil.copytree(src, corpus)
-        rows = list(read_records(corpus / "corpus.jsonl")) if train_tasks or set(sizes) != {2, 3} else []
+        rows = list(read_records(corpus / "corpus.jsonl")) if train_tasks or triples is not None else []
         if rows and train_tasks and train_tasks > len(rows):
             from kernelzero.study import family
             from kernelzero.study.writer import write_solution
@@ -48,7 +48,9 @@ def copy_corpus(source: str | Path, out: Path, train_tasks: int | None = None, s
                       "solution": write_solution(t)}
                      for t in family.train_tasks(train_tasks) if t.name not in have]  # fmt: skip
         if rows:
-            rows = [r for r in rows if len(r["apis"]) in sizes]
+            if triples is not None:
+                kept = {r["task_name"] for r in [r for r in rows if len(r["apis"]) == 3][:triples]}
+                rows = [r for r in rows if len(r["apis"]) == 2 or r["task_name"] in kept]
             (corpus / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return corpus
 

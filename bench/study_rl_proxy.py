@@ -99,9 +99,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="fresh: training tasks after the corpus's (the study's loop_tasks); novel: those of them "
                     "whose composition (the writer's function name) no corpus task has, as no test task has; corpus: "
                     "the SFT corpus's own tasks (what the first H100 run trained on)")  # fmt: skip
-    ap.add_argument("--corpus-apis", type=int, nargs="+", choices=(2, 3), default=[2, 3],
-                    help="the SFT corpus keeps tasks of these many APIs (2: pairs only, so a 3-API chain is a skill "
-                    "only RL, on the loop's pairs and triples, can teach)")  # fmt: skip
+    ap.add_argument("--corpus-triples", type=int, default=None,
+                    help="the SFT corpus keeps only its first N 3-API tasks (0: pairs only), so 3-API chains are a "
+                    "skill SFT barely teaches and the loop's tasks (half triples) ask of RL; default all")  # fmt: skip
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--sft-max-steps", type=int, default=1500)
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="the RL phase's learning-rate schedule (TRL's default: linear decay to 0 over the phase)")
     args = ap.parse_args(argv)
     out = Path(args.out)
-    corpus = copy_corpus(args.corpus, out, args.train_tasks, tuple(args.corpus_apis))
+    corpus = copy_corpus(args.corpus, out, args.train_tasks, args.corpus_triples)
     cfg = replace(proxy_config(args.sft_max_steps, args.hidden, args.layers, args.train_tasks),
                   sft_patience=args.sft_patience, sft_scheduler=args.sft_scheduler, sft_keep=args.sft_keep)
     train = family.train_tasks(cfg.train_tasks + cfg.loop_tasks, config=cfg.family)

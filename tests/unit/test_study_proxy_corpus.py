@@ -31,14 +31,16 @@ def test_the_pack_is_copied_as_it_is_and_extended_with_the_writers_solutions(tmp
     assert proxy_config(10, train_tasks=600).train_tasks == 600
 
 
-def test_a_pairs_only_corpus_keeps_every_pair_task_and_no_triple(tmp_path):
-    pairs = _rows(copy_corpus(PACK, tmp_path / "p", train_tasks=600, sizes=(2,)))
-    expected = [t.name for t in family.train_tasks(600) if len(t.apis) == 2]
+def test_a_corpus_short_of_triples_keeps_every_pair_task_and_the_first_triples(tmp_path):
+    pairs = _rows(copy_corpus(PACK, tmp_path / "p", train_tasks=600, triples=0))
+    tasks = family.train_tasks(600)
+    expected = [t.name for t in tasks if len(t.apis) == 2]
     assert [r["task_name"] for r in pairs] == expected and len(expected) > 250
-    assert {len(r["apis"]) for r in pairs} == {2}
-    triples = _rows(copy_corpus(PACK, tmp_path / "t", sizes=(3,)))  # the pack's own rows, filtered
-    assert triples and {len(r["apis"]) for r in triples} == {3}
-    assert len(triples) + len(_rows(copy_corpus(PACK, tmp_path / "q", sizes=(2,)))) == 512
+    few = _rows(copy_corpus(PACK, tmp_path / "f", train_tasks=600, triples=5))
+    assert [r["task_name"] for r in few if len(r["apis"]) == 3] == [t.name for t in tasks if len(t.apis) == 3][:5]
+    assert [r["task_name"] for r in few if len(r["apis"]) == 2] == expected
+    own = _rows(copy_corpus(PACK, tmp_path / "o", triples=0))  # the pack's own rows, no extension
+    assert len(own) < 512 and {len(r["apis"]) for r in own} == {2}
 
 
 def test_the_novel_rl_tasks_are_fresh_tasks_whose_composition_no_corpus_task_names():
