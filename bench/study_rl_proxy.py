@@ -102,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus-triples", type=int, default=None,
                     help="the SFT corpus keeps only its first N 3-API tasks (0: pairs only), so 3-API chains are a "
                     "skill SFT barely teaches and the loop's tasks (half triples) ask of RL; default all")  # fmt: skip
+    ap.add_argument("--rl-apis", type=int, choices=(2, 3), default=None,
+                    help="RL only on the pool's tasks of this many APIs (3: the triples a --corpus-triples corpus is "
+                    "short of); default all")  # fmt: skip
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--sft-max-steps", type=int, default=1500)
@@ -151,11 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     from kernelzero.trainers.coder import coder_prompt, run_coder_phase
     from kernelzero.trainers.config import CoderPhaseConfig
 
-    rl_tasks = [t.task() for t in rl_task_pool(args.rl_tasks, train[: cfg.train_tasks], loop[: len(loop) - 64])]
+    pool = rl_task_pool(args.rl_tasks, train[: cfg.train_tasks], loop[: len(loop) - 64])
+    rl_tasks = [t.task() for t in pool if args.rl_apis in (None, len(t.apis))]
     print(f"RL tasks ({args.rl_tasks}): {len(rl_tasks)}", flush=True)
     for lr, rl_seed in [(lr, rs) for lr in args.lr for rs in (args.rl_seeds or [args.seed])]:
         key = f"lr={lr:g},mu={args.mu},steps={args.steps}" + (f",{args.rl_tasks}" if args.rl_tasks != "fresh" else "")
         key += f",{args.scheduler}" if args.scheduler != "linear" else ""
+        key += f",apis={args.rl_apis}" if args.rl_apis else ""
         key += f",seed={rl_seed}" if args.rl_seeds else ""
         if key in record["runs"]:
             continue
