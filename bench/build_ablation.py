@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -36,17 +37,40 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from judge_throughput import cpu_seconds  # noqa: E402
 from throughput_cases.mix import mix  # noqa: E402
 
 LEVELS = ("plain", "split", "pch", "bridge", "lean")
 KEEP_SAVING = 0.10  # a part stays when it saves at least this share of the steady wall, in both passes
 
 
+def settle(busy_below: float = 0.15, hold_s: float = 3.0, limit_s: float = 60.0) -> float:
+    """Wait until the machine's CPUs have been under `busy_below` busy for `hold_s` (at most `limit_s`); the seconds
+    waited. Each level then starts from the same quiet machine: the level before it leaves work behind (its pools
+    spawning warm workers again, the other pool's too), which on the first run fell on whichever level came next
+    (lean's build median was 13.7 s after the other pool's level, 7.9 s after its own)."""
+    cores = os.cpu_count() or 1
+    t0 = time.monotonic()
+    quiet_since = None
+    while time.monotonic() - t0 < limit_s:
+        c0, w0 = cpu_seconds(), time.monotonic()
+        time.sleep(0.5)
+        busy = (cpu_seconds() - c0) / ((time.monotonic() - w0) * cores)
+        if busy >= busy_below:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= hold_s:
+            break
+    return round(time.monotonic() - t0, 1)
+
+
 def one_pass(pool, cases: list, level: str, mark: str) -> dict:
-    """The CUDA candidates judged once at `level`, all submitted at once."""
+    """The CUDA candidates judged once at `level`, all submitted at once, once the machine is quiet (`settle`)."""
     from kernelzero.tasks import Task
 
     pool.farm.tricks = level
+    settled = settle()
     t0 = time.perf_counter()
     futures = [pool.submit(Task(name=c.name, source=c.task), c.source + mark, "cuda") for c in cases]
     done: dict[int, float] = {}
@@ -60,7 +84,7 @@ def one_pass(pool, cases: list, level: str, mark: str) -> dict:
     # tail at 6 busy cores after the builds), which the decision's wall includes and dilutes the parts' savings by
     others = [done.get(i, wall) for i, c in enumerate(cases) if "timeout" not in c.expected]
     return {"level": level, "wall_s": round(wall, 2), "per_min": round(60 * len(cases) / wall, 1),
-            "wall_but_timeouts_s": round(max(others), 2) if others else None,
+            "wall_but_timeouts_s": round(max(others), 2) if others else None, "settle_s": settled,
             "build_median_s": round(statistics.median(builds), 2) if builds else None, "mismatches": wrong}  # fmt: skip
 
 

@@ -53,3 +53,10 @@ def test_passes_run_in_parts_merge_into_one_decision(tmp_path):
     assert all(p["keep"] for p in merged["parts"]) and merged["parts"][0]["savings"] == [0.2, 0.2]
     assert build_ablation.main(["--merge", *map(str, files[:3])]) == 2  # pass 2 lacks pch, split and plain
     assert build_ablation.main(["--merge", *map(str, files), str(files[0])]) == 2  # a level twice
+
+
+def test_settle_waits_for_a_quiet_machine_and_gives_up_at_its_limit():
+    # no machine is ever more than 100% busy: quiet from the first sample, so it waits the hold and a sample or two
+    assert 0.5 <= build_ablation.settle(busy_below=1.01, hold_s=0.5, limit_s=5.0) < 2.0
+    # nor ever under 0% busy: never quiet, so it waits its whole limit
+    assert build_ablation.settle(busy_below=0.0, hold_s=0.5, limit_s=1.2) >= 1.2
