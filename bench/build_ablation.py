@@ -46,9 +46,9 @@ KEEP_SAVING = 0.10  # a part stays when it saves at least this share of the stea
 
 def settle(busy_below: float = 0.15, hold_s: float = 3.0, limit_s: float = 60.0) -> float:
     """Wait until the machine's CPUs have been under `busy_below` busy for `hold_s` (at most `limit_s`); the seconds
-    waited. Each level then starts from the same quiet machine: the level before it leaves work behind (its pools
-    spawning warm workers again, the other pool's too), which on the first run fell on whichever level came next
-    (lean's build median was 13.7 s after the other pool's level, 7.9 s after its own)."""
+    waited. Each level then starts from the same quiet machine: the level before it leaves work behind (its pool
+    spawning warm workers again), which otherwise falls on whichever level comes next (on the first run, an H100,
+    lean's build median was 13.7 s after the other pool's level and 7.9 s after its own: one explanation)."""
     cores = os.cpu_count() or 1
     t0 = time.monotonic()
     quiet_since = None
