@@ -22,6 +22,9 @@ median build seconds, and every verdict checked against its expected status. A p
     python bench/build_ablation.py --passes 1 --levels plain split --out p1a.json   # or a pass in parts: `plain`
     python bench/build_ablation.py --passes 1 --levels pch bridge lean --out p1b.json  # builds as KernelBench's
     python bench/build_ablation.py --merge p1a.json p1b.json p2a.json p2b.json        # way does (~5 min a pass)
+    python bench/build_ablation.py --n 32 --out half.json   # half the mix, same proportions: on an H100, warm-up
+                                                            # 56 s, pass 1 305 s, pass 2 ~310 s (one 560 s command
+                                                            # ended in pass 2's plain)
 """
 
 from __future__ import annotations
@@ -80,8 +83,8 @@ def one_pass(pool, cases: list, level: str, mark: str) -> dict:
     wall = time.perf_counter() - t0
     wrong = [f"{c.name}: {v.status}" for c, v in zip(cases, verdicts) if v.status not in c.expected]
     builds = [v.stage_s["build_farm"] for v in verdicts if "build_farm" in v.stage_s]
-    # the wall less the hangs: they end at the run timeout whatever the build took (on an H100 at n=32, a ~15 s
-    # tail at 6 busy cores after the builds), which the decision's wall includes and dilutes the parts' savings by
+    # the wall less the hangs: they end at their run timeout whatever the level, so the decision's wall, which
+    # includes them, understates every part's saving (on an H100 at n=32: a 10-45 s tail at ~6 of 16 busy cores)
     others = [done.get(i, wall) for i, c in enumerate(cases) if "timeout" not in c.expected]
     return {"level": level, "wall_s": round(wall, 2), "per_min": round(60 * len(cases) / wall, 1),
             "wall_but_timeouts_s": round(max(others), 2) if others else None, "settle_s": settled,
