@@ -149,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     opts.run_timeout_s = 30.0  # the mix's hangs end here
     cache = Path(tempfile.mkdtemp(prefix="kz-ablation-")) / "build-cache"
     passes: dict[int, list[dict]] = {k: [] for k in args.passes}
+    about = {"gpu": torch.cuda.get_device_name(0), "n": len(cases)}
     t0 = time.perf_counter()
     with JudgePool(opts, cache_dir=str(cache)) as all_h, JudgePool(opts, cache_dir=str(cache)) as lean:
         used = {True: "lean" in args.levels, False: any(level != "lean" for level in args.levels)}
@@ -166,11 +167,10 @@ def main(argv: list[str] | None = None) -> int:
                 row = one_pass(pool, cases, level, f"\n# ablation pass {k}, {level}\n")
                 passes[k].append(row)
                 if args.out:  # after every level, so a command cut by its time limit keeps the levels it finished
-                    save(args.out, {"gpu": torch.cuda.get_device_name(0), "n": len(cases), "partial": True,
-                                    "passes": passes})  # fmt: skip
+                    save(args.out, {**about, "partial": True, "passes": passes})
                 print(f"pass {k} {level:<7} {row['wall_s']:>7.1f} s {row['per_min']:>6.1f}/min, build median "
                       f"{row['build_median_s']} s, {len(row['mismatches'])} mismatches", flush=True)  # fmt: skip
-    about = {"gpu": torch.cuda.get_device_name(0), "n": len(cases), "wall_s": round(time.perf_counter() - t0, 1)}
+    about["wall_s"] = round(time.perf_counter() - t0, 1)
     if len(passes) < 2 or len(args.levels) < len(LEVELS):  # a pass or part of one: its rows, for --merge
         if args.out:
             save(args.out, {**about, "passes": passes})
@@ -179,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def save(out: Path, record: dict) -> None:
+    """Write `record` as JSON at `out`, its folder made if needed."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")
 

@@ -86,6 +86,14 @@ def pass_at_1(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed
     return sum(a for a, _ in hits.values()) / (len(tasks) * samples)
 
 
+def scores(model_dir: Path, test, held_out, judge: ExactMatchJudge, seed: int) -> dict:
+    """Pass@1 of `model_dir` on the test and held-out training tasks (4 samples each), and both per number of APIs."""
+    sizes: dict[str, dict] = {"test": {}, "held_out_train": {}}
+    return {"test": pass_at_1(model_dir, test, judge, 4, seed, sizes["test"]),
+            "held_out_train": pass_at_1(model_dir, held_out, judge, 4, seed, sizes["held_out_train"]),
+            "by_apis": sizes}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", required=True, help="a study folder or pack holding a finished corpus")
@@ -136,11 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     sft_final = cold_start("coder", corpus, out, cfg, args.seed, record, save)
     held_out = loop[-64:]  # never drawn by the RL phases below (they take the first tasks of `loop`)
     if "after_sft" not in record:
-        sizes: dict[str, dict] = {"test": {}, "held_out_train": {}}
-        record["after_sft"] = {"test": pass_at_1(sft_final, test, judge, 4, args.seed, sizes["test"]),
-                               "held_out_train": pass_at_1(sft_final, held_out, judge, 4, args.seed,
-                                                           sizes["held_out_train"]),
-                               "by_apis": sizes}  # fmt: skip
+        record["after_sft"] = scores(sft_final, test, held_out, judge, args.seed)
         save()
     for rs in args.rl_seeds or []:  # the same SFT weights sampled with each RL seed: the spread sampling alone gives
         by_seed = record.setdefault("after_sft_by_seed", {})
@@ -181,13 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         run_coder_phase(pc, rl_tasks, judge, prompt_fn=lambda t, b: coder_prompt(t, b, brief=True),
                         on_rewards=on_rewards,
                         resume=False)  # fmt: skip
-        final = phase / "final"
-        sizes = {"test": {}, "held_out_train": {}}
         record["runs"][key] = {"train_pass_by_batch": batches, "seconds": round(time.monotonic() - t0, 1),
-                               "test": pass_at_1(final, test, judge, 4, rl_seed, sizes["test"]),
-                               "held_out_train": pass_at_1(final, held_out, judge, 4, rl_seed,
-                                                           sizes["held_out_train"]),
-                               "by_apis": sizes}  # fmt: skip
+                               **scores(phase / "final", test, held_out, judge, rl_seed)}  # fmt: skip
         save()
         print(key, json.dumps(record["runs"][key]), flush=True)
     return 0
