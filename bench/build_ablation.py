@@ -112,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--levels", nargs="+", choices=LEVELS, default=list(LEVELS),
                     help="which levels this command judges, in its pass's order (default all; a pass in parts fits "
                          "commands of 10 minutes)")
+    ap.add_argument("--warm-batch", action="store_true",
+                    help="before the passes, judge the whole mix once in each pool used (at bridge or lean; not "
+                         "counted), so no measured level is a pool's first batch")
     ap.add_argument("--merge", type=Path, nargs="+", default=None,
                     help="no judging: decide from these runs' JSON (passes or parts of passes, the same commit)")
     args = ap.parse_args(argv)
@@ -160,6 +163,12 @@ def main(argv: list[str] | None = None) -> int:
             first = cases[0]
             pool.judge(Task(name="warm", source=first.task), first.source + f"\n# warm-up {is_lean}\n", "cuda")
             pool.farm.pch_ready.wait(600)
+            if args.warm_batch:  # the whole mix once, not counted: a pool's first batch builds slower (its build
+                # sandboxes, header pages and candidate workers start) and would bias whichever level comes first
+                warm_row = one_pass(pool, cases, "lean" if is_lean else "bridge", f"\n# warm batch {is_lean}\n")
+                about.setdefault("warm_batches", []).append(warm_row)
+                print(f"warm batch ({warm_row['level']}, not counted): {warm_row['wall_s']:.1f} s, build median "
+                      f"{warm_row['build_median_s']} s", flush=True)  # fmt: skip
         print(f"warm-up (headers, bridge, workers): {time.perf_counter() - t0:.0f} s", flush=True)
         for k in args.passes:
             for level in [level for level in (LEVELS if k == 1 else LEVELS[::-1]) if level in args.levels]:
