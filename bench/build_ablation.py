@@ -5,26 +5,24 @@ Levels, each adding one part to the one before (`BuildFarm.tricks`):
 - `plain`: every `load_inline` call built as written (torch's own way, one TU with torch/extension.h and pybind11);
 - `split`: the host TU and the device TU compiled apart (judge/build/split.py), no precompiled header;
 - `pch`: and the host TU against a precompiled torch/extension.h;
-- `bridge`: and the host TU bound through the prebuilt bridge, without pybind11 (bind.py), against torch/all.h;
-- `lean`: and the lean headers in place of torch/all.h (lean.py): what the judge uses by default.
+- `bridge`: and the host TU bound through the prebuilt bridge, without pybind11 (bind.py), against torch/all.h: what
+  the judge uses by default.
 
-Two pools, both warmed first (headers and bridge built, not counted): one whose light headers are torch/all.h
-(levels plain to bridge), one with the lean headers (level lean). Then two passes over the levels in alternating
-order (plain..lean, then lean..plain), each judging the 64 CUDA candidates of `throughput_cases/mix.py` as new
+A fifth level, a host TU against a lean subset of torch's headers, was measured here on the H200 (2026-12-06) and
+removed: it saved 7.4% and -13% of the wall, under the rule (bench/README.md).
+
+One pool, warmed first (headers and bridge built, not counted; with `--warm-batch`, the whole mix judged once more).
+Then two passes over the levels in alternating order (plain..bridge, then bridge..plain), each judging the 64 CUDA candidates of `throughput_cases/mix.py` as new
 sources (nothing built or judged is reused). Per level: the steady wall of each pass, candidates per minute, the
 median build seconds, and every verdict checked against its expected status. A part is kept when it saves at least
 10% of the steady wall of the level before it in both passes.
 
-    python bench/build_ablation.py --out ablation.json       # H200: both passes, likely over one command's 10 minutes
-    python bench/build_ablation.py --passes 1 --out p1.json  # so one pass per command (1: plain..lean, 2: lean..plain)
-    python bench/build_ablation.py --passes 2 --out p2.json
-    python bench/build_ablation.py --merge p1.json p2.json   # the decision from both (no GPU needed)
-    python bench/build_ablation.py --passes 1 --levels plain split --out p1a.json   # or a pass in parts: `plain`
-    python bench/build_ablation.py --passes 1 --levels pch bridge lean --out p1b.json  # builds as KernelBench's
-    python bench/build_ablation.py --merge p1a.json p1b.json p2a.json p2b.json        # way does (~5 min a pass)
-    python bench/build_ablation.py --n 32 --out half.json   # half the mix, same proportions: on an H100, warm-up
-                                                            # 56 s, pass 1 305 s, pass 2 ~310 s (one 560 s command
-                                                            # ended in pass 2's plain)
+    python bench/build_ablation.py --passes 1 --levels plain split --out p1a.json  # one pass in two commands:
+    python bench/build_ablation.py --passes 1 --levels pch bridge --out p1b.json    # on the H200 the whole mix's
+    python bench/build_ablation.py --passes 2 --levels bridge pch --out p2b.json    # plain takes 199 s, split 76,
+    python bench/build_ablation.py --passes 2 --levels split plain --out p2a.json   # pch 54-63, bridge 45-49, the
+    python bench/build_ablation.py --merge p1a.json p1b.json p2b.json p2a.json      # warm-up 41-72 s (no GPU here)
+    python bench/build_ablation.py --n 32 --out half.json   # half the mix, same proportions, both passes at once
 """
 
 from __future__ import annotations
@@ -43,15 +41,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_throughput import cpu_seconds  # noqa: E402
 from throughput_cases.mix import mix  # noqa: E402
 
-LEVELS = ("plain", "split", "pch", "bridge", "lean")
+LEVELS = ("plain", "split", "pch", "bridge")  # farm.TRICKS, named here so --merge needs no torch
 KEEP_SAVING = 0.10  # a part stays when it saves at least this share of the steady wall, in both passes
 
 
 def settle(busy_below: float = 0.15, hold_s: float = 3.0, limit_s: float = 60.0) -> float:
     """Wait until the machine's CPUs have been under `busy_below` busy for `hold_s` (at most `limit_s`); the seconds
     waited. Each level then starts from the same quiet machine: the level before it leaves work behind (its pool
-    spawning warm workers again), which otherwise falls on whichever level comes next (on the first run, an H100,
-    lean's build median was 13.7 s after the other pool's level and 7.9 s after its own: one explanation)."""
+    spawning warm workers again), which otherwise falls on whichever level comes next."""
     cores = os.cpu_count() or 1
     t0 = time.monotonic()
     quiet_since = None
@@ -108,13 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     ap.add_argument("--n", type=int, default=64, help="CUDA candidates of the mix (default 64)")
     ap.add_argument("--passes", type=int, nargs="+", choices=[1, 2], default=[1, 2],
-                    help="which passes to run (1: plain..lean, 2: lean..plain; default both)")
+                    help="which passes to run (1: plain..bridge, 2: bridge..plain; default both)")
     ap.add_argument("--levels", nargs="+", choices=LEVELS, default=list(LEVELS),
                     help="which levels this command judges, in its pass's order (default all; a pass in parts fits "
                          "commands of 10 minutes)")
     ap.add_argument("--warm-batch", action="store_true",
-                    help="before the passes, judge the whole mix once in each pool used (at bridge or lean; not "
-                         "counted), so no measured level is a pool's first batch")
+                    help="before the passes, judge the whole mix once at `bridge` (not counted), so no measured level "
+                         "is the pool's first batch")
     ap.add_argument("--merge", type=Path, nargs="+", default=None,
                     help="no judging: decide from these runs' JSON (passes or parts of passes, the same commit)")
     args = ap.parse_args(argv)
@@ -154,25 +151,19 @@ def main(argv: list[str] | None = None) -> int:
     passes: dict[int, list[dict]] = {k: [] for k in args.passes}
     about = {"gpu": torch.cuda.get_device_name(0), "n": len(cases)}
     t0 = time.perf_counter()
-    with JudgePool(opts, cache_dir=str(cache)) as all_h, JudgePool(opts, cache_dir=str(cache)) as lean:
-        used = {True: "lean" in args.levels, False: any(level != "lean" for level in args.levels)}
-        for pool, is_lean in ((all_h, False), (lean, True)):
-            if not used[is_lean]:
-                continue  # a pool this command's levels do not use: not warmed
-            pool.farm.lean = is_lean  # read when the headers are built, at the first build
-            first = cases[0]
-            pool.judge(Task(name="warm", source=first.task), first.source + f"\n# warm-up {is_lean}\n", "cuda")
-            pool.farm.pch_ready.wait(600)
-            if args.warm_batch:  # the whole mix once, not counted: a pool's first batch builds slower (its build
-                # sandboxes, header pages and candidate workers start) and would bias whichever level comes first
-                warm_row = one_pass(pool, cases, "lean" if is_lean else "bridge", f"\n# warm batch {is_lean}\n")
-                about.setdefault("warm_batches", []).append(warm_row)
-                print(f"warm batch ({warm_row['level']}, not counted): {warm_row['wall_s']:.1f} s, build median "
-                      f"{warm_row['build_median_s']} s", flush=True)  # fmt: skip
+    with JudgePool(opts, cache_dir=str(cache)) as pool:
+        first = cases[0]
+        pool.judge(Task(name="warm", source=first.task), first.source + "\n# warm-up\n", "cuda")
+        pool.farm.pch_ready.wait(600)
+        if args.warm_batch:  # the whole mix once, not counted: a pool's first batch builds slower (its build
+            # sandboxes, header pages and candidate workers start: on the H200, 13.7 s build median against 2.6 s
+            # for the next batch at the same level) and would bias whichever level comes first
+            about["warm_batch"] = one_pass(pool, cases, "bridge", "\n# warm batch\n")
+            print(f"warm batch (bridge, not counted): {about['warm_batch']['wall_s']:.1f} s, build median "
+                  f"{about['warm_batch']['build_median_s']} s", flush=True)  # fmt: skip
         print(f"warm-up (headers, bridge, workers): {time.perf_counter() - t0:.0f} s", flush=True)
         for k in args.passes:
             for level in [level for level in (LEVELS if k == 1 else LEVELS[::-1]) if level in args.levels]:
-                pool = lean if level == "lean" else all_h
                 row = one_pass(pool, cases, level, f"\n# ablation pass {k}, {level}\n")
                 passes[k].append(row)
                 if args.out:  # after every level, so a command cut by its time limit keeps the levels it finished

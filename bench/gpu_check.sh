@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # Everything the GPU machine checks in one command: GPU test suite, then benchmarks. Logs go to $OUT.
 # Carry .whl (wheels the image lacks: pydantic for KernelBench; trl, datasets, dill, multiprocess for `train`) and .kb
-# (a KernelBench checkout's src/ and KernelBench/level1,2 for `eval`, never committed) and .audit (the libclang wheel, for
-# `lean_audit` when no table matches the machine's torch headers: it writes one, into the tree and $OUT).
+# (a KernelBench checkout's src/ and KernelBench/level1,2 for `eval`, never committed).
 # KZ_SWEEP_FROM=DIR: a carried sweep folder (e.g. .kb/sweep, from an earlier call's $OUT) the sweep step resumes.
 # KZ_MEMLOG=0 turns off $OUT/mem.log (host and GPU memory every 3 s, the three largest processes).
-# Steps (KZ_STEPS): gpu_tests timing lean_audit pch_check throughput stability probe front_check ablation first_call train eval sweep big
+# Steps (KZ_STEPS): gpu_tests timing pch_check throughput stability probe front_check ablation first_call train eval sweep big
 # study (KZ_ARM, KZ_SEED, KZ_STUDY_DIR: resumes there; KZ_STUDY_ARGS: e.g. "--config configs/study_h200.yaml
 # --corpus-from bench/results/study_h100_d1bb4a6.tgz", the committed GPU-judged corpus, read only while the folder has
 # none, so the same command resumes; SIGINT at KZ_STUDY_LIMIT s, then rerun; its folder without
@@ -46,10 +45,6 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
   case $s in
     gpu_tests) KZ_CORPUS_LOG="$OUT/corpus_progress.log" step gpu_tests timeout ${KZ_TESTS_TIMEOUT:-600} python3 -m pytest -m gpu -p no:cacheprovider -v -rfE \
               tests/gpu tests/adversarial/test_corpus.py tests/unit/test_worked_examples.py ${KZ_PYTEST_ARGS:-} ;;
-    lean_audit) step lean_audit bash -c "python3 -c 'import sys; from kernelzero.judge.build.lean import installed_table; \
-              sys.exit(installed_table() is None)' && echo 'the audited lean table matches these headers' || { \
-              python3 -m pip install -q --no-index --no-deps --target /tmp/lc .audit/*.whl && PYTHONPATH=/tmp/lc:\$PYTHONPATH \
-              python3 bench/lean_audit.py --out src/kernelzero/judge/build/lean_tables && cp src/kernelzero/judge/build/lean_tables/*.json $OUT/; }" ;;
     pch_check) step pch_check timeout ${KZ_PCH_TIMEOUT:-300} python3 bench/pch_check.py --out "$OUT/pch_check.json" ;;
     timing) step timing python3 bench/timing_fidelity.py --task tests/fixtures/gpu/relu_big_task.py \
               --solution tests/fixtures/gpu/relu_triton_ok.py --backend triton --repeats 5 \

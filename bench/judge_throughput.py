@@ -152,13 +152,13 @@ STEADY_MARK = "\n# steady-state set: a distinct source, so no build, Triton kern
 
 def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, workers: int | None,
          steady: bool = False, farm_sizes: tuple[int, ...] = (), slot_counts: tuple[int, ...] = (),
-         no_bind: bool = False, lean: bool = True, run_timeout_s: float | None = None,
+         no_bind: bool = False, run_timeout_s: float | None = None,
          no_template: bool = False) -> dict:  # fmt: skip
     """Cold: pool start, precompiled headers, references, builds, all timed. Steady (the same pool, then the same
     candidates as new sources): what a long training run sees per batch once references and headers exist.
     `slot_counts`, then `farm_sizes`: one more steady pass each (new sources again), with that many candidate workers
     per GPU, or that many concurrent builds. `no_bind`: then one more with builds that keep pybind11 in the host TU
-    (no bridge, judge/bind.py). `lean=False`: bound host TUs include torch/all.h, not the lean set (judge/lean.py).
+    (no bridge, judge/bind.py).
     `no_template`: last, one more steady pass whose workers start through the exec chain, not forked from a template
     (sandbox/template.py; the warm workers already forked serve their jobs first)."""
     from kernelzero.judge import JudgeOptions
@@ -176,9 +176,7 @@ def ours(items: list[tuple[str, str, str, str]], device: str, work: Path, worker
     opts = JudgeOptions(device=device, compile_baseline=False)
     if run_timeout_s:
         opts.run_timeout_s = run_timeout_s
-    with JudgePool(opts, workers, cache_dir=str(work / ("build-cache" if lean else "build-cache-all.h"))) as pool:
-        if pool.farm:
-            pool.farm.lean = lean  # read when the headers are built, at the first build
+    with JudgePool(opts, workers, cache_dir=str(work / "build-cache")) as pool:
         verdicts, _, latency = _judged(pool, [(tasks[t], c, b) for _, t, c, b in items])
         cold_cpu = cpu_seconds() - cpu0
         cold_acct.__exit__(None, None, None)
@@ -384,12 +382,6 @@ def main() -> None:
         "template's A/B)",
     )
     ap.add_argument(
-        "--also-all-h",
-        action="store_true",
-        help="then judge again in a second pool (own cache, cold and steady) whose bound host TUs include torch/all.h "
-        "instead of the lean headers (CUDA; the lean build's A/B within one lease)",
-    )
-    ap.add_argument(
         "--mix",
         action="store_true",
         help="the realistic mix instead (throughput_cases/mix.py: 64 candidates per backend over 8 tasks, 40%% "
@@ -559,7 +551,7 @@ def main() -> None:
                       f"{o['wall_s']:.1f} s, {o['per_min']:.1f}/min, {o['per_min'] / kb['per_min']:.2f}x; build_farm "
                       f"median {o['stage_median_s'].get('build_farm')} s", flush=True)  # fmt: skip
         results[backend] = entry = {
-            "kernelbench_way": kb, "kernelbench_warm": warm, "ours": us, "ours_all_h": None, "warm_restart": None,
+            "kernelbench_way": kb, "kernelbench_warm": warm, "ours": us, "warm_restart": None,
             "ratio": us["per_min"] / kb["per_min"], "ratio_warm": us["per_min"] / warm["per_min"] if warm else None,
             "ratio_steady": us["steady"] and us["steady"]["per_min"] / kb["per_min"]}  # fmt: skip
         save(results)  # after each pass: a run cut short keeps every figure it measured
@@ -577,15 +569,6 @@ def main() -> None:
                   f"{restart['pool_started_s']} s, first verdict at {restart['first_verdict_s']} s; farm "
                   f"{json.dumps(restart['farm'])}", flush=True)
             entry["warm_restart"] = restart
-            save(results)
-        if args.also_all_h and backend == "cuda":
-            all_h = ours(items, device, work / backend, args.workers, steady=not args.no_steady, lean=False)
-            st = all_h["steady"]
-            print(f"   second pool, torch/all.h instead of the lean headers: {all_h['correct']}/{all_h['n']} correct, "
-                  f"cold {all_h['wall_s']:.1f} s ({all_h['per_min'] / kb['per_min']:.2f}x)"
-                  + (f", steady {st['wall_s']:.1f} s ({st['per_min'] / kb['per_min']:.2f}x)" if st else "")
-                  + f"; farm {json.dumps(all_h['farm'])}", flush=True)  # fmt: skip
-            entry["ours_all_h"] = all_h
             save(results)
         vs_warm = f" (vs the warm bound {entry['ratio_warm']:.2f}x)" if warm else ""
         print(f"   ratio ours/KernelBench-way: {entry['ratio']:.2f}x{vs_warm}", flush=True)

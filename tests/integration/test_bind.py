@@ -1,7 +1,7 @@
 """A C++ extension bound through the bridge (bind.py) behaves as load_inline's own pybind11 binding, on CPU.
 
 The same source is built twice: by the build farm's shim with the bridge and the torch/all.h header (mode `bind`),
-or the lean headers (mode `lean`, lean.py), and by plain load_inline. Every call below, good or bad, must give the
+and by plain load_inline. Every call below, good or bad, must give the
 same result or the same exception type on both; and the bound TU must really use the precompiled header (else it
 is no faster).
 """
@@ -20,7 +20,6 @@ from kernelzero.judge import JudgeOptions
 from kernelzero.judge.build.bind import LIBRARY, build_bridge
 from kernelzero.judge.build.farm import BuildFarm, _fast_calls, install_load_inline_shim
 from kernelzero.judge.build.headers import build_pch, host_cflags
-from kernelzero.judge.build.lean import HEADER, TABLES, installed_table, table_name
 from kernelzero.judge.core import Judge
 from kernelzero.tasks import Task
 
@@ -55,29 +54,21 @@ CALLS = [
 ]
 
 
-@pytest.fixture(scope="module", params=["all.h", "lean"])
-def prebuilt(request, tmp_path_factory):
-    """The bridge and the light header for C++-only calls (no extra flags), built side by side like the farm does:
-    torch/all.h, or the lean headers where the installed torch has an audited table."""
-    lean = installed_table() if request.param == "lean" else None
-    if request.param == "lean" and lean is None:
-        pytest.skip(f"no audited lean table matches this torch's headers ({torch.__version__})")
+@pytest.fixture(scope="module")
+def prebuilt(tmp_path_factory):
+    """The bridge and the light header (torch/all.h) for C++-only calls (no extra flags), built side by side like the
+    farm does."""
     root = tmp_path_factory.mktemp("bind")
     errors: dict[str, str | None] = {}
     jobs = {"bridge": lambda: build_bridge(root / "bridge"),
-            "header": lambda: build_pch(root / "light", [], with_cuda=False, light=True, lean=lean)}  # fmt: skip
+            "header": lambda: build_pch(root / "light", [], with_cuda=False, light=True)}  # fmt: skip
     threads = [threading.Thread(target=lambda k=k, f=f: errors.__setitem__(k, f())) for k, f in jobs.items()]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert errors == {"bridge": None, "header": None}, errors
-    job = {"light_pch_dirs": {json.dumps([]): str(root / "light")}, "bridge": str(root / "bridge" / LIBRARY)}
-    return {**job, "lean_table": str(TABLES / table_name(lean["torch"]))} if lean else job
-
-
-def _mode(job: dict) -> str:
-    return "lean" if job.get("lean_table") else "bind"
+    return {"light_pch_dirs": {json.dumps([]): str(root / "light")}, "bridge": str(root / "bridge" / LIBRARY)}
 
 
 def _outcome(module, name, args):
@@ -92,7 +83,7 @@ def _outcome(module, name, args):
 
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory):
-    """SOURCE built by load_inline itself (no shim), once for both modes: it is the same module for each."""
+    """SOURCE built by load_inline itself (no shim)."""
     plain_dir = tmp_path_factory.mktemp("plain")
     return cpp.load_inline(name="kz_bind_plain", cpp_sources=SOURCE, functions=FUNCTIONS,
                            build_directory=str(plain_dir))  # fmt: skip
@@ -101,9 +92,8 @@ def plain(tmp_path_factory):
 def test_bridge_binding_behaves_as_load_inline_binding(plain, prebuilt, tmp_path, monkeypatch):
     monkeypatch.setattr(cpp, "load_inline", cpp.load_inline)  # the shim patches it: undone after the test
     state = install_load_inline_shim({"build_mode": "build", "build_dir": str(tmp_path / "builds"), **prebuilt})
-    # one name per mode: torch versions a name it saw with other sources (`_v1`), which the bound init would miss
-    bound = cpp.load_inline(name=f"kz_{_mode(prebuilt)}", cpp_sources=SOURCE, functions=FUNCTIONS)
-    assert state["modes"] == [_mode(prebuilt)]
+    bound = cpp.load_inline(name="kz_bind", cpp_sources=SOURCE, functions=FUNCTIONS)
+    assert state["modes"] == ["bind"]
     outcomes = {(name, i): (_outcome(bound, name, args), _outcome(plain, name, args))
                 for i, (name, args) in enumerate(CALLS)}  # fmt: skip
     assert {k: b for k, (b, p) in outcomes.items() if b != p} == {}
@@ -119,17 +109,15 @@ def test_bound_tu_uses_the_precompiled_header(prebuilt, tmp_path):
             "extra_cuda_cflags": None, "extra_ldflags": None, "extra_include_paths": None, "sycl_sources": None,
             "no_implicit_headers": False, "use_pch": False, "with_pytorch_error_handling": True}  # fmt: skip
     [(fast, how)] = _fast_calls(args, prebuilt)
-    assert how == _mode(prebuilt) and fast["functions"] is None and fast["extra_ldflags"] == [prebuilt["bridge"]]
+    assert how == "bind" and fast["functions"] is None and fast["extra_ldflags"] == [prebuilt["bridge"]]
     (tmp_path / "main.cpp").write_text("\n".join(fast["cpp_sources"]))
     flags = [*host_cflags([], with_cuda=False), *fast["extra_cflags"], "-Winvalid-pch", "-Werror=invalid-pch", "-H"]
     res = subprocess.run([cpp.get_cxx_compiler(), *flags, "-fsyntax-only", str(tmp_path / "main.cpp")],
                          capture_output=True, text=True)  # fmt: skip
     assert res.returncode == 0, res.stderr[-2000:]
     light = prebuilt["light_pch_dirs"]["[]"]
-    assert f"! {light}/{HEADER if prebuilt.get('lean_table') else 'torch/all.h'}.gch" in res.stderr
+    assert f"! {light}/torch/all.h.gch" in res.stderr
     assert "pybind11" not in res.stderr  # -H lists every header read: none of pybind11's
-    if prebuilt.get("lean_table"):  # nor any the lean set leaves out (their own files, or anything under them)
-        assert not re.search(r"torch/(nn|optim|data|serialize|jit)(\.h|/)", res.stderr), res.stderr[-2000:]
 
 
 # The farm test's Triton candidate, its scale factor from a C++ extension with torch's headers (load_inline's own).
@@ -144,11 +132,9 @@ def test_farm_builds_through_the_bridge_in_its_sandbox_and_the_candidate_worker_
     bridge library at load) is imported by a candidate worker that could not build it itself."""
     farm = BuildFarm(str(tmp_path / "cache"), workers=1, pch=False, timeout_s=300)
     farm._light_dirs, farm._bridge = dict(prebuilt["light_pch_dirs"]), prebuilt["bridge"]  # as _warm_pch sets them
-    farm._lean_table = prebuilt.get("lean_table")
     built = farm.build(CANDIDATE)
-    assert built.status == "built" and built.modes == [_mode(prebuilt)], built.feedback
-    assert farm.state_dict()["bridge"] is True and farm.state_dict()["build_modes"] == {_mode(prebuilt): 1}
-    assert farm.state_dict()["lean"] is bool(prebuilt.get("lean_table"))
+    assert built.status == "built" and built.modes == ["bind"], built.feedback
+    assert farm.state_dict()["bridge"] is True and farm.state_dict()["build_modes"] == {"bind": 1}
     judge = Judge(JudgeOptions(device="cpu"))
     judge.sandbox_env = {"CXX": "/nonexistent/c++"}  # any build in the candidate worker would fail
     judge.farm = farm

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kernelzero.judge.build.farm import BuildFarm, BuildResult
-from kernelzero.judge.build.front import FrontCheck, FrontResult
+from kernelzero.judge.build.front import HOST_CUT, FrontCheck, FrontResult
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 from throughput_cases.mix import mix  # noqa: E402
@@ -68,6 +68,42 @@ def test_host_errors_are_left_to_the_build(check, flaw):
 def test_buildable_candidates_pass(check, kind, flaw, op):
     r = check.check(first(kind, flaw, op))
     assert (r.status, r.feedback) == ("passed", "")
+
+
+@pytest.fixture(scope="module")
+def host_check():
+    """A check of the host TU too, against torch/extension.h parsed each time (no precompiled header here: ~12 s a
+    host error on 2 cores), with CUDA's headers from the toolkit beside nvcc."""
+    import torch.utils.cpp_extension as cpp
+
+    homes = [Path(shutil.which("nvcc")).resolve().parents[1], Path("/usr/local/cuda")]  # nvcc may be a wrapper
+    home = next((h for h in homes if (h / "include" / "cuda.h").is_file()), None)
+    if home is None:
+        pytest.skip("no CUDA headers beside nvcc")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cpp, "CUDA_HOME", str(home))
+        patch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")  # as the farm's environment sets it (torch asks a GPU otherwise)
+        yield FrontCheck(arch="9.0", timeout_s=120, host_without_pch=True)
+
+
+def test_with_the_host_tu_a_host_error_is_answered_by_gxx_before_any_device_job(host_check, monkeypatch):
+    device_jobs, run = [], FrontCheck._run
+    monkeypatch.setattr(FrontCheck, "_run", lambda self, *a, **kw: device_jobs.append(a) or run(self, *a, **kw))
+    r = host_check.check(first("compile", "missing semicolon"))
+    assert r.status == "compile_error", r.why
+    assert "main.cpp:9:5: error: expected ',' or ';' before 'long'" in r.feedback and device_jobs == []
+
+
+@pytest.mark.parametrize(
+    "kind, flaw, status, feedback",
+    [("compile", "undeclared identifier", "compile_error", 'identifier "blockDimx" is undefined'),
+     ("ok", "", "passed", "")],
+)  # fmt: skip
+def test_with_the_host_tu_cut_the_device_tu_still_decides(host_check, kind, flaw, status, feedback):
+    # cut at 1 CPU second, as the farm cuts it: here inside torch's header (not precompiled), read as parsed
+    r = host_check.check(first(kind, flaw), host_cap_s=1.0)
+    assert r.status == status and feedback in r.feedback and r.feedback.startswith(feedback and "Error building")
+    assert r.why == ("" if status == "compile_error" else HOST_CUT)
 
 
 def test_a_call_it_cannot_read_is_skipped(check):

@@ -79,32 +79,16 @@ def test_split_call_takes_the_o3_header_once(cflags, cuda_cflags):
     assert 'kz_bridge_module("m", kz_fns, 1, 1)' in bound["cpp_sources"][0]
 
 
-def test_split_call_goes_lean_unless_the_host_code_names_what_the_lean_headers_leave_out(tmp_path):
-    """With an audited table (lean.py) the bound TU includes the lean header; host code naming a declaration the
-    lean headers leave out (here torch::nn's) is not bound at all: the split with pybind11 comes first."""
-    table = tmp_path / "torch-x.json"
-    table.write_text(json.dumps({"blocked": ["nn"], "scoped": {}, "adl": {}}))
-    job = {"pch_dirs": {'["-O3"]': "/pch/o3"}, "light_pch_dirs": {'["-O3"]': "/pch/lean-o3"}, "bridge": "/b/lib.so",
-           "lean_table": str(table)}  # fmt: skip
-    (bound, first), (_, second) = _fast_calls(_call(["-O3"], ["-O3"]), job)
-    assert (first, second) == ("split+lean", "split+pch") and bound["extra_cflags"] == ["-O3", "-I/pch/lean-o3"]
-    assert bound["cpp_sources"][0].startswith("#include <kz_lean.h>\n")
-    call = _call(["-O3"], ["-O3"])
-    call["cpp_sources"] = call["cpp_sources"] + "\nnamespace F = torch::nn::functional;"
-    assert [how for _, how in _fast_calls(call, job)] == ["split+pch"]
-
-
 def test_all_headers_are_built_and_announced_once_ready(tmp_path, monkeypatch):
     """Headers are built when the first build starts, all flag sets at once; `pch_ready` is set after every flag set
     has its header (builds wait on it, bounded by pch_wait_s)."""
     import kernelzero.judge.build.bind as bind
     import kernelzero.judge.build.farm as build
-    import kernelzero.judge.build.lean as lean_mod
 
-    def slow(out, flags, with_cuda, light=False, lean=None):
+    def slow(out, flags, with_cuda, light=False):
         time.sleep(0.5)
         (out / "torch").mkdir(parents=True)
-        (out / ("kz_lean.h.gch" if lean else "torch/all.h.gch" if light else "torch/extension.h.gch")).write_text("")
+        (out / ("torch/all.h.gch" if light else "torch/extension.h.gch")).write_text("")
 
     def bridge(out):
         out.mkdir(parents=True)
@@ -123,19 +107,11 @@ def test_all_headers_are_built_and_announced_once_ready(tmp_path, monkeypatch):
     assert sorted(json.loads(k) for k in farm._pch_dirs) == sorted(build.PCH_FLAG_SETS)
     assert sorted(json.loads(k) for k in farm._light_dirs) == sorted(build.PCH_FLAG_SETS)
     assert farm._bridge.endswith(bind.LIBRARY) and set(farm._light_dirs.values()).isdisjoint(farm._pch_dirs.values())
-    # the light headers are the lean set where this torch's headers are the audited ones (lean.py), else torch/all.h
-    lean = lean_mod.installed_table() is not None
-    assert farm.state_dict()["lean"] is lean and (farm._lean_table is not None) is lean
-    header = "kz_lean.h.gch" if lean else "torch/all.h.gch"
-    assert all((Path(d) / header).is_file() for d in farm._light_dirs.values())
+    assert all((Path(d) / "torch/all.h.gch").is_file() for d in farm._light_dirs.values())
     deadline = time.monotonic() + 30
     while not probed and time.monotonic() < deadline:
         time.sleep(0.05)
     assert probed == [True]  # the probe runs once, after builds may go on (`pch_ready` set)
-    plain = BuildFarm(str(tmp_path / "all"), workers=1, lean=False, probe=False)  # torch/all.h whatever the table
-    plain.start_pch()
-    assert plain.pch_ready.wait(30) and plain._lean_table is None and plain.state_dict()["lean"] is False
-    assert all((Path(d) / "torch/all.h.gch").is_file() for d in plain._light_dirs.values())
 
 
 def test_build_jobs_carry_the_bridge_unless_bind_is_off(tmp_path, monkeypatch):

@@ -11,32 +11,32 @@ from kernelzero.judge.build.farm import TRICKS, trick_headers
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import build_ablation  # noqa: E402
 
-ALL = {"pch_dirs": {"f": "/p"}, "light_pch_dirs": {"f": "/l"}, "bridge": "/b.so", "lean_table": "/t.json"}
+ALL = {"pch_dirs": {"f": "/p"}, "light_pch_dirs": {"f": "/l"}, "bridge": "/b.so"}
 
 
 def test_each_level_adds_one_part():
     jobs = {level: trick_headers(ALL, level) for level in TRICKS}
-    assert jobs["plain"] == {"pch_dirs": {}, "light_pch_dirs": {}, "bridge": None, "lean_table": None, "split": False}
+    assert jobs["plain"] == {"pch_dirs": {}, "light_pch_dirs": {}, "bridge": None, "split": False}
     assert jobs["split"] == {**jobs["plain"], "split": True}
     assert jobs["pch"] == {**jobs["split"], "pch_dirs": {"f": "/p"}}
-    assert jobs["bridge"] == {**jobs["pch"], "light_pch_dirs": {"f": "/l"}, "bridge": "/b.so"}
-    assert jobs["lean"] == {**ALL, "split": True}
+    assert jobs["bridge"] == {**ALL, "split": True}
+    assert build_ablation.LEVELS == TRICKS  # the bench names them without importing the farm (and torch)
     with pytest.raises(ValueError, match="tricks"):
         trick_headers(ALL, "turbo")
 
 
 def test_a_part_stays_only_when_it_saves_ten_percent_in_both_passes():
-    walls = {"plain": 100.0, "split": 80.0, "pch": 75.0, "bridge": 60.0, "lean": 55.0}
+    walls = {"plain": 100.0, "split": 80.0, "pch": 75.0, "bridge": 60.0}
     second = {**walls, "bridge": 70.0}  # the bridge saves 20% in one pass, 6.7% in the other
     passes = [[{"level": k, "wall_s": v} for k, v in w.items()] for w in (walls, second)]
     parts = {p["part"]: p for p in build_ablation.decide(passes)}
     assert parts["split"]["savings"] == [0.2, 0.2] and parts["split"]["keep"]
     assert parts["pch"]["savings"] == [0.062, 0.062] and not parts["pch"]["keep"]
-    assert not parts["bridge"]["keep"] and not parts["lean"]["keep"]
+    assert parts["bridge"]["savings"] == [0.2, 0.067] and not parts["bridge"]["keep"]
 
 
 def test_passes_run_in_parts_merge_into_one_decision(tmp_path):
-    walls = {"plain": 100.0, "split": 80.0, "pch": 60.0, "bridge": 50.0, "lean": 40.0}
+    walls = {"plain": 100.0, "split": 80.0, "pch": 60.0, "bridge": 50.0}
 
     def part(k, levels):
         path = tmp_path / f"p{k}{levels[0]}.json"
@@ -44,12 +44,12 @@ def test_passes_run_in_parts_merge_into_one_decision(tmp_path):
                                                           for lv in levels]}}))  # fmt: skip
         return path
 
-    files = [part(1, ["plain", "split"]), part(1, ["pch", "bridge", "lean"]), part(2, ["lean", "bridge"]),
+    files = [part(1, ["plain", "split"]), part(1, ["pch", "bridge"]), part(2, ["bridge"]),
              part(2, ["pch", "split", "plain"])]  # fmt: skip
     out = tmp_path / "merged.json"
     assert build_ablation.main(["--merge", *map(str, files), "--out", str(out)]) == 0
     merged = json.loads(out.read_text())
-    assert [r["level"] for r in merged["passes"]["2"]] == ["lean", "bridge", "pch", "split", "plain"]
+    assert [r["level"] for r in merged["passes"]["2"]] == ["bridge", "pch", "split", "plain"]
     assert all(p["keep"] for p in merged["parts"]) and merged["parts"][0]["savings"] == [0.2, 0.2]
     assert build_ablation.main(["--merge", *map(str, files[:3])]) == 2  # pass 2 lacks pch, split and plain
     assert build_ablation.main(["--merge", *map(str, files), str(files[0])]) == 2  # a level twice

@@ -101,7 +101,7 @@ def test_the_host_tu_is_checked_only_with_the_farms_precompiled_header(tmp_path,
     a = read_call(next(c for c in mix("cuda") if c.kind == "ok").source)
     assert FrontCheck(host_pch=lambda flags: None)._host_job(a) is None  # not built yet: the build decides
     farm = BuildFarm(str(tmp_path), workers=1, pch=False)
-    monkeypatch.setattr(FrontCheck, "check", lambda self, source, host_cap_s=None: FrontResult("passed"))
+    monkeypatch.setattr(FrontCheck, "check", lambda self, source, host_cap_s=None, slots=None: FrontResult("passed"))
     farm._front_check("")  # makes the farm's checker, which reads the farm's headers
     assert farm._front.host_pch(["-O3"]) is None
     farm._pch_dirs['["-O3"]'] = str(tmp_path / "pch")
@@ -119,7 +119,7 @@ def test_a_check_made_before_the_precompiled_header_is_made_again_once_it_is_rea
     monkeypatch.setattr(farm, "start_pch", lambda: None)  # the header "being built": ready when the test says
     seen = []
 
-    def check(self, source, host_cap_s=None):
+    def check(self, source, host_cap_s=None, slots=None):
         seen.append(farm.pch_ready.is_set())
         if not farm.pch_ready.is_set():
             farm.pch_ready.set()  # it becomes ready during the first check
@@ -161,13 +161,9 @@ def test_a_host_check_stopped_after_the_parse_is_passed_where_the_device_tu_pass
     monkeypatch.setattr(cpp, "CUDA_HOME", str(tmp_path / "cuda"))
     monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
     runs = []
-
-    def run(self, nvcc, flags, device_tu, preprocess, macros, host=None):
-        runs.append(host)
-        log = "device.cu(3): error: expected a \";\"" if device_rc else ""
-        return device_rc, log, None, (host_rc, host_log)
-
-    monkeypatch.setattr(FrontCheck, "_run", run)
+    log = "device.cu(3): error: expected a \";\"" if device_rc else ""
+    monkeypatch.setattr(FrontCheck, "_run", lambda self, *args, **kw: (device_rc, log, None))
+    monkeypatch.setattr(FrontCheck, "_run_host", lambda self, tu, cmd: runs.append((tu, cmd)) or (host_rc, host_log))
     front = FrontCheck(host_pch=lambda flags: str(tmp_path / "pch"), max_headers=0)
     result = front.check(_mix_source("ok"), host_cap_s=1.0)
     tu, command = runs[0]
@@ -222,18 +218,20 @@ def test_the_end_marker_is_reported_only_after_the_candidates_code_parsed_clean(
     assert not host_parsed(*runs["bad"])
 
 
-def test_a_check_waits_for_a_slot_and_its_seconds_and_waits_are_told_apart():
-    """The farm's check holds one of its slots; `seconds` counts the check, `waited` the time before (here the only
-    slot is held for a while by another check)."""
-    slots, ready, calls = threading.BoundedSemaphore(1), threading.Event(), []
+def test_a_check_waits_for_a_slot_and_its_seconds_and_waits_are_told_apart(tmp_path, monkeypatch):
+    """The farm's check takes one of its slots for each job; `seconds` counts the checks, `waited` the time before
+    (here the only slot, a plain semaphore as the farm's was, is held for a while by another check)."""
+    import torch.utils.cpp_extension as cpp
+
+    monkeypatch.setattr(cpp, "CUDA_HOME", str(tmp_path / "cuda"))
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
+    slots, ready, jobs = threading.BoundedSemaphore(1), threading.Event(), []
     ready.set()
-
-    class Front:
-        def check(self, source, host_cap_s=None):
-            calls.append(host_cap_s)
-            return FrontResult("passed", why=HOST_CUT, seconds=0.01)
-
+    monkeypatch.setattr(FrontCheck, "_run_host", lambda self, tu, command: jobs.append("host") or (1, AT_END))
+    monkeypatch.setattr(FrontCheck, "_run", lambda self, *args, **kw: jobs.append("device") or (0, "", None))
+    front = FrontCheck(host_pch=lambda flags: str(tmp_path / "pch"), max_headers=0)
     slots.acquire()
     threading.Timer(0.3, slots.release).start()
-    result = check_with_headers(Front(), "src", slots, ready, 1.0, 1.5)
-    assert calls == [1.5] and result.status == "passed" and result.seconds == 0.01 and result.waited >= 0.2
+    result = check_with_headers(front, _mix_source("ok"), slots, ready, 1.0, 1.5)
+    assert jobs == ["host", "device"] and (result.status, result.why) == ("passed", HOST_CUT)
+    assert result.waited >= 0.2 and slots.acquire(blocking=False)  # both jobs gave their slot back

@@ -21,8 +21,9 @@ set to the judging GPU's arch (a CPU worker would otherwise build for every arch
 content suffix, MAX_JOBS bounds ninja, and where `split.py` applies, torch-facing host code moves from the `.cu` to
 the C++ translation unit, which uses a precompiled torch/extension.h built here for the same flags (headers.py).
 Where `bind.py` applies, that TU includes torch/all.h only (precompiled too) and its functions are bound through the
-bridge library built here, instead of by pybind11 in the TU; where the installed torch's headers have an audited table
-(`lean.py`), it includes the lean header set instead, unless its code names something that set leaves out.
+bridge library built here, instead of by pybind11 in the TU. (A fourth trick, a host TU against a lean subset of
+torch's headers, built 5x faster than the bridge's but saved 7% of the realistic mix's wall at best and lost 13% once,
+under the 10% a part must save in both passes: bench/README.md, `build_ablation.py`; it was removed.)
 Tricks are tried in that order; one that fails to build falls back to the next, and last to the build of the code
 as written, whose result (and compile error) is the verdict. GCC skips a precompiled header it cannot use without a
 word: once the headers are built, a build worker compiles each one's include and says whether it was used
@@ -54,15 +55,14 @@ from pathlib import Path
 from typing import Any
 
 from kernelzero.judge.build.bind import BRIDGE_SOURCE, LIBRARY, binding, build_bridge
-from kernelzero.judge.build.front import FrontCheck, FrontResult, check_with_headers
+from kernelzero.judge.build.front import FrontCheck, FrontResult, FrontSlots, check_with_headers
 from kernelzero.judge.build.headers import PCH_FLAG_SETS, build_pch, has_cuda_toolkit
-from kernelzero.judge.build.lean import HEADER, TABLES, blocked_by, installed_table, load_table, table_name
 from kernelzero.judge.build.split import _strip_comments, split_call
 from kernelzero.judge.sandbox.messages import Done, Failed, GuardHit, Message, Prebuilt, Probed, Started, Unbuilt, parse
 from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes
 
 _BUILD_ERROR = "Error building extension"  # torch's message when ninja fails: the candidate's compile error
-BUILD_MODES = ("split+lean", "split+bind", "split+pch", "split", "lean", "bind", "plain")  # how a call was built
+BUILD_MODES = ("split+bind", "split+pch", "split", "bind", "plain")  # how a call was built
 BUILD_NICE = 10  # builds yield the CPU to the front check and to the GPU workers' host threads (timed calls)
 
 
@@ -125,9 +125,9 @@ def install_load_inline_shim(job: dict) -> dict:
     return state
 
 
-TRICKS = ("plain", "split", "pch", "bridge", "lean")
+TRICKS = ("plain", "split", "pch", "bridge")
 """The build tricks' levels, each adding one part to the one before: the call as written; host and device TUs apart;
-a precompiled torch/extension.h; the bridge binding with torch/all.h; the lean headers."""
+a precompiled torch/extension.h; the bridge binding with torch/all.h."""
 
 
 def trick_headers(headers: dict, tricks: str) -> dict:
@@ -140,8 +140,6 @@ def trick_headers(headers: dict, tricks: str) -> dict:
         out["pch_dirs"] = {}
     if level < 3:
         out["light_pch_dirs"], out["bridge"] = {}, None
-    if level < 4:
-        out["lean_table"] = None
     return out
 
 
@@ -151,14 +149,13 @@ def _as_list(sources: Any) -> list[str]:
 
 def _fast_calls(a: dict, job: dict) -> list[tuple[dict, str]]:
     """Faster builds of one load_inline call to try in order, as (arguments, mode): the split with its host TU
-    bound through the bridge (`split+bind`, bind.py; `split+lean` with the lean headers, lean.py), then the split
-    alone (`split+pch` with a precompiled header, else `split`); a C++-only call, bound through the bridge (`bind`,
-    `lean`). Empty where no trick applies."""
+    bound through the bridge (`split+bind`, bind.py), then the split alone (`split+pch` with a precompiled header,
+    else `split`); a C++-only call, bound through the bridge (`bind`). Empty where no trick applies."""
     if a["no_implicit_headers"] or a["sycl_sources"] or a["use_pch"]:
         return []
     if not a["cuda_sources"]:
         bound = _bind_call(a, job, "\n".join(_as_list(a["cpp_sources"])), list(a["extra_cflags"] or []))
-        return [(bound, "lean" if job.get("lean_table") else "bind")] if bound else []
+        return [(bound, "bind")] if bound else []
     split = split_call(a)
     if split is None:
         return []
@@ -170,16 +167,14 @@ def _fast_calls(a: dict, job: dict) -> list[tuple[dict, str]]:
     calls = [(dict(fast, extra_cflags=[*cflags, f"-I{pch}"] if pch else cflags), "split+pch" if pch else "split")]
     host = "\n".join(parts[0]).removeprefix("#include <torch/extension.h>")
     bound = _bind_call(fast, job, host, cflags)
-    return [(bound, "split+lean" if job.get("lean_table") else "split+bind"), *calls] if bound else calls
+    return [(bound, "split+bind"), *calls] if bound else calls
 
 
 def _bind_call(a: dict, job: dict, code: str, cflags: list[str]) -> dict | None:
-    """load_inline arguments building `code` (the TU's code after torch's header) with torch/all.h only, or the
-    lean headers where the farm has them (lean.py), and the bridge's binding (bind.py); or None where that does not
-    apply: no bridge or light header for these flags, extra include paths (they could shadow the header), functions
-    the bridge cannot bind, or code naming something the lean headers leave out."""
+    """load_inline arguments building `code` (the TU's code after torch's header) with torch/all.h only and the
+    bridge's binding (bind.py); or None where that does not apply: no bridge or light header for these flags, extra
+    include paths (they could shadow the header), or functions the bridge cannot bind."""
     light, bridge = (job.get("light_pch_dirs") or {}).get(json.dumps(cflags)), job.get("bridge")
-    table = load_table(job["lean_table"]) if job.get("lean_table") else None  # checked by the farm
     functions = a["functions"]
     functions = {functions: functions} if isinstance(functions, str) else functions
     functions = {f: f for f in functions} if isinstance(functions, list) else functions
@@ -187,11 +182,16 @@ def _bind_call(a: dict, job: dict, code: str, cflags: list[str]) -> dict | None:
     if not (light and bridge and isinstance(functions, dict)) or a["extra_include_paths"] or text is None:
         return None
     glue = binding(a["name"], functions, text, bool(a["with_pytorch_error_handling"]))
-    if glue is None or (table is not None and blocked_by(f"{text}\n{glue}", table) is not None):
-        return None  # (a TU naming what the lean headers leave out: the split with pybind11, not torch/all.h)
-    header = HEADER if table is not None else "torch/all.h"
-    return dict(a, cpp_sources=[f"#include <{header}>\n{code}\n{glue}"], functions=None, no_implicit_headers=True,
-                extra_cflags=[*cflags, f"-I{light}"], extra_ldflags=[*(a["extra_ldflags"] or []), bridge])
+    if glue is None:
+        return None
+    return dict(
+        a,
+        cpp_sources=[f"#include <torch/all.h>\n{code}\n{glue}"],
+        functions=None,
+        no_implicit_headers=True,
+        extra_cflags=[*cflags, f"-I{light}"],
+        extra_ldflags=[*(a["extra_ldflags"] or []), bridge],
+    )
 
 
 # ------------------------------------------------------------------------------------------- in the judge process
@@ -262,13 +262,12 @@ class BuildFarm:
     pch: bool = True  # build precompiled torch/extension.h headers (background, once per cache) for builds
     bind: bool = True  # also torch/all.h headers and the bridge library, for host TUs without pybind11 (bind.py);
     # set False later to build without the bridge again (bench/judge_throughput.py --steady-no-bind)
-    lean: bool = True  # those headers: the lean set, not torch/all.h, where the installed torch is audited (lean.py)
     warm: bool = False  # keep `workers` build workers spawned ahead, `import torch` done (~3 s of each build)
     pch_wait_s: float = 240.0  # a build waits this long for headers being precompiled (parsing torch doubles it)
     probe: bool = True  # once the headers are built, ask a build worker whether its compiler takes them
     front: bool = True  # a front check before each build answers certain compile errors in seconds (front.py)
     front_host_cap_s: float = 1.0  # the host check's cut, CPU seconds: past the parse, torch's pending templates
-    tricks: str = "lean"  # how far the build tricks go, for their ablation (TRICKS; bench/build_ablation.py)
+    tricks: str = "bridge"  # how far the build tricks go, for their ablation (TRICKS; bench/build_ablation.py)
 
     def __post_init__(self) -> None:
         # One per core. A split build is one host compile beside a short nvcc pipeline (~2.5 s). Measured on the
@@ -290,7 +289,6 @@ class BuildFarm:
         self._pch_dirs: dict[str, str] = {}  # json(host cflags) -> dir holding torch/extension.h.gch
         self._light_dirs: dict[str, str] = {}  # json(host cflags) -> dir holding torch/all.h.gch (bind.py)
         self._bridge: str | None = None  # the bridge library (bind.py), once built
-        self._lean_table: str | None = None  # the audited table (lean.py) the light headers were built from
         self.pch_ready = threading.Event()  # set once every precompiled header is built (or failed)
         self.pch_seconds: float | None = None  # how long that took (0-ish when the cache already had them)
         self._pch_started = False  # headers are built when the first build comes (a Triton-only run builds none)
@@ -303,7 +301,7 @@ class BuildFarm:
         # front checks one of their own (a few nvcc front ends, ~0.3-2 s); the other threads wait.
         self._submitted = ThreadPoolExecutor(max_workers=8 * self.workers, thread_name_prefix="kz-build")
         self._futures: dict[tuple[str, bool], Future] = {}  # submitted and not finished, by (key, front)
-        self._front_slots = threading.BoundedSemaphore(self.workers)
+        self._front_slots = FrontSlots(self.workers)
         self.front_outcomes: Counter[str] = Counter()  # front check statuses (compile_error, passed, unsure, skipped)
         self._front: FrontCheck | None = None  # made by the first build (front.py)
 
@@ -410,8 +408,11 @@ class BuildFarm:
         self.start_pch()
         self.pch_ready.wait(self.pch_wait_s)
         with self._lock:
-            headers = {"pch_dirs": dict(self._pch_dirs), "light_pch_dirs": dict(self._light_dirs),
-                       "bridge": self._bridge if self.bind else None, "lean_table": self._lean_table}  # fmt: skip
+            headers = {
+                "pch_dirs": dict(self._pch_dirs),
+                "light_pch_dirs": dict(self._light_dirs),
+                "bridge": self._bridge if self.bind else None,
+            }
         job = {"kind": "build", "device": "cpu", "build_mode": "build", **trick_headers(headers, self.tricks)}
         sb = self._sandbox(job)
         (sb.scratch / "candidate.py").write_text(source)
@@ -475,7 +476,7 @@ class BuildFarm:
                     for flags, d in found.items()]  # fmt: skip
         headers = []
         for kind, flags, d in dirs:  # the header each directory precompiles, as the farm's TUs include it
-            header = next((h for h in (HEADER, "torch/all.h") if Path(d, f"{h}.gch").is_file()), "torch/extension.h")
+            header = "torch/all.h" if Path(d, "torch/all.h.gch").is_file() else "torch/extension.h"
             headers.append([f"{kind} {flags}", json.loads(flags), d, header])
         if not headers:
             return {}
@@ -529,9 +530,6 @@ class BuildFarm:
         t0 = time.monotonic()
         try:
             with_cuda = has_cuda_toolkit()
-            table = installed_table(str(self.root)) if self.bind and self.lean else None
-            if table is not None:
-                self._lean_table = str(TABLES / table_name(table["torch"]))
             jobs = [(self._one_pch, (flags, with_cuda, light)) for flags in PCH_FLAG_SETS
                     for light in ((False, True) if self.bind else (False,))]  # fmt: skip
             if self.bind:
@@ -548,11 +546,9 @@ class BuildFarm:
             self.probe_headers()
 
     def _one_pch(self, flags: list[str], with_cuda: bool, light: bool = False) -> None:
-        lean = installed_table(str(self.root)) if light and self._lean_table else None
-        kind = ["lean", lean["fingerprint"], lean["includes"]] if lean else ["all.h"] if light else []
-        out = self.root / "pch" / _digest(flags, toolchain(), with_cuda, *kind)
-        product = f"{HEADER}.gch" if lean else "torch/all.h.gch" if light else "torch/extension.h.gch"
-        if self._build_once(out, product, lambda tmp: build_pch(tmp, flags, with_cuda, light, lean),
+        out = self.root / "pch" / _digest(flags, toolchain(), with_cuda, *(["all.h"] if light else []))
+        product = "torch/all.h.gch" if light else "torch/extension.h.gch"
+        if self._build_once(out, product, lambda tmp: build_pch(tmp, flags, with_cuda, light),
                             f"no precompiled header for {flags}"):  # fmt: skip
             with self._lock:
                 (self._light_dirs if light else self._pch_dirs)[json.dumps(flags)] = str(out)
@@ -589,7 +585,7 @@ class BuildFarm:
         medians = {k: round(statistics.median(s.get(k, 0.0) for s in self.build_steps), 3) for k in kinds}
         return {"cache_dir": str(self.root), "builds_started": self.builds_started, "pch_seconds": self.pch_seconds,
                 "bridge": bool(self._bridge and self.bind), "build_modes": dict(self.build_modes),
-                "lean": bool(self._bridge and self.bind and self._lean_table), "pch_probe": self.pch_probe,
+                "pch_probe": self.pch_probe,
                 "build_step_median_s": medians, "front_check": dict(self.front_outcomes)}  # fmt: skip
 
     def load_state_dict(self, state: dict) -> None:

@@ -11,31 +11,31 @@ code, `##`, a pasting macro of the headers such as TORCH_CHECK), the candidate's
 -E`). Each both in the host pass and with `__CUDA_ARCH__` defined for the device pass, at once. It runs in a
 sandbox like every build (the source is untrusted; only flags that load nothing are passed on).
 
-Contract: `compile_error` only when the farm's build would certainly fail; it is then the farm's result at once,
-with nvcc's message. Everything else (`passed`, `unsure`, `skipped`) lets the normal build run exactly as before.
+Contract: `compile_error` only when the farm's build would certainly fail; it is then the farm's result at once, with
+the compiler's message. Everything else (`passed`, `unsure`, `skipped`) lets the normal build run exactly as before.
 The one error it concludes on is `identifier "X" is undefined` in the candidate's device code, and only when X
 appears in both preprocessed texts of the plain `.cu` exactly as often as on the lines nvcc flagged (or, from the
 headers' facts: the headers never name X, the candidate's code names it only there, and no macro on those lines
 or pasting macro anywhere in its code could change that: `conclude_from_headers`). Then:
-- the split builds (`split+bind`, `split+lean`, `split+pch`, `split`) compile this very device TU with these flags,
+- the split builds (`split+bind`, `split+pch`, `split`) compile this very device TU with these flags,
   so they fail on the same error;
 - the plain build fails too: its TU declares X nowhere (a declaration needs the name in the preprocessed text: not
   in torch's or CUDA's headers, not in the candidate's host code), and the flagged code is compiled there (in the
   preprocessed text, the same item word for word: split.py moves whole items, and code with conditional or #line
   directives, or `__CUDA_ARCH__`, is not checked), so it reports the same undefined identifier.
-Beside the device TU, once the farm has precompiled torch/extension.h for the host flags, the split's host TU (the
+Before the device TU, once the farm has precompiled torch/extension.h for the host flags, the split's host TU (the
 candidate's host code, each launch a stub call with the kernel's parameter types) is compiled with g++
 `-fsyntax-only` against that header, the plain build's own: a token missing between two statements, or a tensor
 passed where a pointer is expected, on the candidate's own lines and through no macro, is certain too
-(`conclude_host`): the plain build compiles the same tokens against the same header, and neither error depends on
-anything else. Any other error (their meaning can depend on the headers around them), a fatal error, a timeout or a
-compiler that cannot be run is `unsure`.
+(`conclude_host`, then g++'s message is the answer and the device TU is not checked): the plain build compiles the
+same tokens against the same header, and neither error depends on anything else. Any other error (their meaning can
+depend on the headers around them), a fatal error, a timeout or a compiler that cannot be run is `unsure`. In a
+batch the farm's checks share a few slots (`FrontSlots`), the host TUs' checks taken first: cheaper, and certain alone.
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
+import itertools
 import json
 import math
 import os
@@ -43,29 +43,23 @@ import re
 import shlex
 import signal
 import subprocess
-import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelzero.judge.build.front_call import nvcc_command, plan, read_call
 from kernelzero.judge.build.headers import host_compile
-from kernelzero.judge.build.split import split, split_call
+from kernelzero.judge.build.split import split_call
 from kernelzero.judge.sandbox.process import _PRELUDE, Sandbox
 from kernelzero.judge.sandbox.spawn import spawner
 
-# Flags the check passes on (they change no file but the output, load no code); any other flag: `skipped`.
-_SAFE_FLAG = re.compile(r"-O[0-3s]?|-[DU]\w+(=[\w.]*)?|--?use_fast_math|-lineinfo|-std=c\+\+\d\w|-g|"
-                        r"--expt-relaxed-constexpr|--expt-extended-lambda|-Xptxas=?-O[0-3]|-w|-Wall")  # fmt: skip
-# Module-level statements allowed before the call: they cannot fail or change what load_inline is.
-_SAFE_IMPORTS = {"torch", "torch.nn", "torch.nn.functional", "math", "torch.utils.cpp_extension"}
 _UNDEFINED = re.compile(r'^(?P<file>\S+?)\((?P<line>\d+)\): error: identifier "(?P<name>\w+)" is undefined$')
 _ERROR = re.compile(r"\berror\b")
-_DIRECTIVE = re.compile(r"^\s*#\s*(?!(include|define|undef|pragma)\b)", re.M)
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?P<name>\w+)(?P<body>.*)$", re.M)
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-_SHADOWS = {"load_inline", "torch"}  # names a statement before the call must not rebind
 _COUNT = re.compile(r"^\d+ errors? detected in the compilation of ")
 
 
@@ -109,143 +103,14 @@ def host_parsed(rc: int, log: str) -> bool:
 
 @dataclass
 class FrontResult:
-    """`compile_error` (the plain build certainly fails: `feedback` is nvcc's message), `passed` (no error seen),
+    """`compile_error` (the plain build certainly fails: `feedback`, the compiler's message), `passed` (no error seen),
     `unsure` (an error it cannot conclude on, or the check itself failed: `why`) or `skipped` (does not apply)."""
 
     status: str
     feedback: str = ""
     why: str = ""
     seconds: float = 0.0
-    waited: float = 0.0  # `check_with_headers`: seconds waiting for a slot or the headers, besides `seconds`
-
-
-def read_call(source: str) -> dict | None:
-    """The keyword arguments of the candidate's first `load_inline` call, read without running anything; None unless
-    that call is a top-level statement whose arguments are literals or names bound once to literals, and every
-    statement before it is a safe import, a literal assignment or an undecorated function definition (so importing
-    the module reaches the call and makes it exactly as read)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    stores: dict[str, int] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            stores[node.id] = stores.get(node.id, 0) + 1
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            return None
-    consts: dict[str, object] = {}
-    imported: set[str] = set()
-    for stmt in tree.body:
-        value = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
-        if isinstance(value, ast.Call) and _is_load_inline(value.func, imported):
-            return _arguments(value, consts, stores)
-        bound = {a.asname or a.name for a in getattr(stmt, "names", [])} if isinstance(stmt, ast.ImportFrom) else set()
-        bound |= {a.asname for a in stmt.names if a.asname} if isinstance(stmt, ast.Import) else set()
-        bound |= {stmt.name} if isinstance(stmt, ast.FunctionDef) else set()
-        bound |= {t.id for t in getattr(stmt, "targets", []) if isinstance(t, ast.Name)}
-        if bound & _SHADOWS and not (isinstance(stmt, ast.ImportFrom) and stmt.module == "torch.utils.cpp_extension"):
-            return None
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            try:
-                consts[stmt.targets[0].id] = ast.literal_eval(stmt.value)
-            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-                return None
-        elif isinstance(stmt, ast.Import) and all(a.name in _SAFE_IMPORTS for a in stmt.names):
-            continue
-        elif isinstance(stmt, ast.ImportFrom) and stmt.module in _SAFE_IMPORTS and stmt.level == 0:
-            for a in stmt.names:  # only load_inline itself may be taken from cpp_extension, under its own name
-                if stmt.module == "torch.utils.cpp_extension" and (a.name, a.asname) != ("load_inline", None):
-                    return None
-                imported.add(a.asname or a.name)
-        elif isinstance(stmt, ast.FunctionDef) and not stmt.decorator_list and not stmt.args.defaults:
-            continue
-        elif not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):  # a docstring
-            return None
-    return None
-
-
-def _is_load_inline(func: ast.expr, imported: set[str]) -> bool:
-    if isinstance(func, ast.Name):
-        return func.id == "load_inline" and "load_inline" in imported
-    return ast.unparse(func) == "torch.utils.cpp_extension.load_inline"
-
-
-def _arguments(call: ast.Call, consts: dict, stores: dict[str, int]) -> dict | None:
-    import torch.utils.cpp_extension as cpp
-
-    def value(node: ast.expr) -> object:
-        if isinstance(node, ast.Name):
-            if stores.get(node.id) != 1 or node.id not in consts:
-                raise ValueError(node.id)
-            return consts[node.id]
-        if isinstance(node, (ast.List, ast.Tuple)):
-            return [value(e) for e in node.elts]
-        return ast.literal_eval(node)
-
-    try:
-        args = [value(a) for a in call.args]
-        kwargs = {k.arg: value(k.value) for k in call.keywords if k.arg is not None}
-        if len(kwargs) != len(call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
-            return None
-        bound = inspect.signature(cpp.load_inline).bind(*args, **kwargs)
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-        return None
-    bound.apply_defaults()
-    return dict(bound.arguments)
-
-
-def _as_list(sources: object) -> list[str] | None:
-    items = [sources] if isinstance(sources, str) else list(sources or []) if isinstance(sources, list) else None
-    return items if items is not None and all(isinstance(s, str) for s in items) else None
-
-
-def nvcc_command(extra_cflags: list[str], extra_cuda_cflags: list[str], arch: str) -> tuple[str, list[str]]:
-    """(nvcc, its flags) as torch's ninja file names them for a load_inline `.cu` built for `arch` (the farm's
-    TORCH_CUDA_ARCH_LIST: a single `-gencode` for it, as torch writes it), without `-DTORCH_EXTENSION_NAME`."""
-    import torch.utils.cpp_extension as cpp
-
-    sm = arch.replace(".", "")
-    writer = cpp._write_ninja_file_to_build_library
-    with tempfile.TemporaryDirectory() as d:
-        kwargs = {"path": f"{d}/build.ninja", "name": "kz_front", "sources": [f"{d}/cuda.cu"],
-                  "extra_cflags": extra_cflags, "extra_sycl_cflags": [], "extra_ldflags": [],
-                  "extra_cuda_cflags": [*extra_cuda_cflags, f"-gencode=arch=compute_{sm},code=sm_{sm}"],
-                  "extra_include_paths": [], "with_cuda": True, "with_sycl": False, "is_standalone": False}  # fmt: skip
-        params = inspect.signature(writer).parameters
-        writer(**{k: v for k, v in kwargs.items() if k in params})
-        lines = Path(d, "build.ninja").read_text().splitlines()
-
-    def var(name: str) -> list[str]:
-        found = next((line for line in lines if line.startswith(f"{name} = ")), f"{name} = ")
-        return shlex.split(found[len(name) + 3 :])
-
-    flags = [f for f in var("cuda_cflags") + var("cuda_post_cflags") if not f.startswith("-DTORCH_EXTENSION_NAME=")]
-    return " ".join(var("nvcc")), flags
-
-
-def plan(a: dict) -> tuple[str, str, list[str]] | str:
-    """(the split's device TU, the `.cu` the plain build writes, extra nvcc flags) for load_inline arguments `a`, or
-    why the check does not apply."""
-    cpp_sources, cuda_sources = _as_list(a["cpp_sources"]), _as_list(a["cuda_sources"])
-    if not cuda_sources or cpp_sources is None:
-        return "no cuda_sources"
-    if a["with_cuda"] is False:
-        return "cuda_sources built without CUDA"
-    if a["no_implicit_headers"] or a["use_pch"] or a["sycl_sources"] or a["extra_include_paths"]:
-        return "headers or include paths of its own"
-    flags = [*(a["extra_cflags"] or []), *(a["extra_cuda_cflags"] or [])]
-    if not all(isinstance(f, str) and _SAFE_FLAG.fullmatch(f) for f in flags):
-        return "a flag the check does not pass on"
-    if any("__CUDA_ARCH__" in s for s in cuda_sources):
-        return "code that differs between nvcc's passes"
-    if any(_DIRECTIVE.search(s) for s in cuda_sources):  # #if, #line...: lines that differ between the two TUs
-        return "a preprocessor directive other than include, define, undef or pragma"
-    parts = split(cpp_sources, cuda_sources)
-    if parts is None:
-        return "the split does not apply"
-    plain = "\n".join(["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>", *cuda_sources])
-    return parts[1][0], plain, list(a["extra_cuda_cflags"] or [])
+    waited: float = 0.0  # seconds waiting for a slot (`check_with_headers`: or the headers), besides `seconds`
 
 
 def _flagged(device_rc: int, device_log: str, device_tu: str) -> FrontResult | dict[str, tuple[int, list[str]]]:
@@ -298,8 +163,10 @@ def conclude(device_rc: int, device_log: str, device_tu: str, preprocessed: list
 
 # The host TU's errors the check concludes on (g++ in the C locale): a token missing between statements, and a tensor
 # passed where a pointer is expected. Neither depends on anything but the code and the header's types.
-_HOST_CERTAIN = re.compile(r"^host\.cpp:(?P<line>\d+):\d+: error: (expected '[^']+'( or '[^']+')* before '[^']+'"
-                           r"|cannot convert '(at|torch)::Tensor' to '[\w\s:]*\*')")
+_HOST_CERTAIN = re.compile(
+    r"^host\.cpp:(?P<line>\d+):\d+: error: (expected '[^']+'( or '[^']+')* before '[^']+'"
+    r"|cannot convert '(at|torch)::Tensor' to '[\w\s:]*\*')"
+)
 _CAPS = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]*\b|\b[A-Z]{2,}\b")  # a macro by the usual spelling
 
 
@@ -400,14 +267,55 @@ def conclude_from_headers(device_rc: int, device_log: str, device_tu: str, cuda_
     return _certain(device_log)
 
 
-Hosted = tuple[int, str] | None  # the host TU's check: g++'s exit code and output
+HOST_FIRST, DEVICE_NEXT = 0, 1  # slot priorities: every waiting host TU check goes before any device TU check
+
+
+class FrontSlots:
+    """The farm's front-check slots: `n` jobs at once, given out lowest priority first, in arrival order within one.
+    A batch's checks are CPU-bound (more slots answer no sooner), so the order decides when each is answered: the
+    host TU checks (~0.15 CPU s, and a host-code error is certain there alone) before the device TU checks (~0.3 s)."""
+
+    def __init__(self, n: int) -> None:
+        self._free, self._waiting, self._arrivals, self._turn = n, set(), itertools.count(), threading.Condition()
+
+    @contextmanager
+    def take(self, priority: int) -> Iterator[None]:
+        """One slot for the `with` block, once no waiter of a lower priority, or of this one queued earlier, is left."""
+        with self._turn:
+            me = (priority, next(self._arrivals))
+            self._waiting.add(me)
+            try:
+                while not (self._free and min(self._waiting) == me):
+                    self._turn.wait()
+                self._free -= 1
+            finally:  # taken, or interrupted: out of the queue either way, and a slot still free goes to the next
+                self._waiting.discard(me)
+                self._turn.notify_all()
+        try:
+            yield
+        finally:
+            with self._turn:
+                self._free += 1
+                self._turn.notify_all()
+
+
+Slots = FrontSlots | threading.Semaphore | None  # a plain semaphore: its own order, priorities ignored
+
+
+@contextmanager
+def _slot(slots: Slots, priority: int, waits: list[float]) -> Iterator[None]:
+    """One of `slots` (None: none needed) for a job of `priority`; the seconds waited for it appended to `waits`."""
+    t = time.monotonic()
+    with slots.take(priority) if isinstance(slots, FrontSlots) else (slots or nullcontext()):
+        waits.append(time.monotonic() - t)
+        yield
 
 
 @dataclass
 class FrontCheck:
-    """Runs the check for the farm: one sandboxed job per candidate (nvcc on the device TU, then, for an undefined
-    identifier, the preprocessing). Keeps the `HeaderFacts` of each header prefix it has seen (a few candidates'
-    worth of include lines), so that in the common case a certain error costs the device TU's check alone."""
+    """Runs the check for the farm: up to two sandboxed jobs per candidate (g++ on the host TU; nvcc on the device
+    TU, then, for an undefined identifier, the preprocessing). Keeps the `HeaderFacts` of each header prefix it has
+    seen (a few candidates' worth of include lines), so that in the common case a certain error costs one job."""
 
     arch: str = "9.0"
     timeout_s: float = 60.0
@@ -423,17 +331,18 @@ class FrontCheck:
         self._facts: dict[str, HeaderFacts] = {}
         self._lock = threading.Lock()
 
-    def check(self, source: str, host_cap_s: float | None = None) -> FrontResult:
+    def check(self, source: str, host_cap_s: float | None = None, slots: Slots = None) -> FrontResult:
         """The front check of `source`'s first load_inline call (never raises for the candidate's faults). g++ stops
         at the first error (`-Wfatal-errors`), so an error in the candidate's code is reported in ~0.1-0.3 s, as it is
         parsed; the rest of a clean check, ~4.5 s of 5, is GCC instantiating the templates torch's header left pending,
         the same for an empty TU, where only an error inside a template the candidate instantiates could show. With
         `host_cap_s` (the farm's check) the host check stops there: at an assertion appended after the candidate's
         code (`_HOST_END_DECL`), or at `host_cap_s` CPU seconds (`host_cut_command`); it is then `passed` with why
-        HOST_CUT where the device TU passed."""
+        HOST_CUT where the device TU passed. The host TU is checked first (on one of `slots` at HOST_FIRST), and an
+        error certain there is the answer; else the device TU (at DEVICE_NEXT). `waited`: for slots, not `seconds`."""
         import torch.utils.cpp_extension as cpp
 
-        t0 = time.monotonic()
+        t0, waits = time.monotonic(), []
         if cpp.CUDA_HOME is None:
             return FrontResult("skipped", why="no CUDA toolkit")
         a = read_call(source)
@@ -442,9 +351,33 @@ class FrontCheck:
             return FrontResult("skipped", why=planned, seconds=round(time.monotonic() - t0, 3))
         device_tu, plain, extra = planned
         nvcc, flags = nvcc_command(list(a["extra_cflags"] or []), extra, self.arch)
-        host = self._host_job(a)
-        if host is not None and host_cap_s is not None:  # the farm's check: stopped at the end of the parse
-            host = (host[0] + _HOST_END_DECL, host_cut_command(host[1], host_cap_s))
+        host, cut, on_host = self._host_job(a), False, None
+        if host is not None:
+            if host_cap_s is not None:  # the farm's check: stopped at the end of the parse
+                host = (host[0] + _HOST_END_DECL, host_cut_command(host[1], host_cap_s))
+            with _slot(slots, HOST_FIRST, waits):
+                hosted = self._run_host(*host)
+            cut = host_cap_s is not None and host_parsed(*hosted)
+            on_host = None if cut else conclude_host(*hosted, host[0])
+        # A certain host error is the answer before the device TU is looked at: conclude_host's argument needs nothing
+        # from it (the plain build compiles these tokens against this header whatever the kernels hold; a device error
+        # too only fails it more). When both compilers ran at once, an undefined identifier in the device TU stopped
+        # g++ and nvcc's answer was taken: now it is g++'s, and where nvcc's was `unsure`, no build is run to fail.
+        if on_host is None or on_host.status != "compile_error":
+            with _slot(slots, DEVICE_NEXT, waits):
+                result = self._device(nvcc, flags, device_tu, plain)
+            if cut and result.status == "passed":
+                result = FrontResult("passed", why=HOST_CUT)
+            elif on_host is not None and on_host.status == "unsure" and result.status == "passed":
+                result = on_host
+        else:
+            result = on_host
+        result.waited = round(sum(waits), 3)
+        result.seconds = round(time.monotonic() - t0 - sum(waits), 3)
+        return result
+
+    def _device(self, nvcc: str, flags: list[str], device_tu: str, plain: str) -> FrontResult:
+        """The device TU's verdict: from its headers' facts where known or learnt, else the whole `.cu` preprocessed."""
         cuda_text = plain.split("\n", 3)[3]
         parts = split_includes(cuda_text) if self.max_headers > 0 else None
         key = json.dumps([nvcc, flags, self.arch, parts[0] if parts else None])
@@ -452,11 +385,9 @@ class FrontCheck:
             facts = self._facts.get(key) if parts else None
         if parts is not None and facts is not None and facts.pastes(parts[1]):
             parts = None  # a macro of these headers in this code may paste: preprocess the candidate's own `.cu`
-        hosted, unchecked = None, host  # the host TU is checked once, beside the first device TU check
         if parts is not None:
             prefix = None if facts is not None else "\n".join([*plain.split("\n")[:3], parts[0]])
-            rc, log, texts, hosted = self._run(nvcc, flags, device_tu, prefix, macros=True, host=unchecked)
-            unchecked = None
+            rc, log, texts = self._run(nvcc, flags, device_tu, prefix, macros=True)
             if facts is None and texts is not None:
                 facts = HeaderFacts.parse(texts)
                 with self._lock:
@@ -464,23 +395,11 @@ class FrontCheck:
                         self._facts.pop(next(iter(self._facts)))
                     self._facts[key] = facts
             if facts is None:  # passed, or unsure (nothing preprocessed)
-                result = conclude(rc, log, device_tu, None)
-            elif not facts.pastes(parts[1]):
-                result = conclude_from_headers(rc, log, device_tu, cuda_text, parts[1], facts)
-            else:  # the headers were new, and pasting: as above
-                parts = None
-        if parts is None:
-            rc, log, texts, again = self._run(nvcc, flags, device_tu, plain, macros=False, host=unchecked)
-            hosted = again if unchecked is not None else hosted
-            result = conclude(rc, log, device_tu, texts)
-        if host_cap_s is not None and hosted is not None and host_parsed(*hosted):
-            result = FrontResult("passed", why=HOST_CUT) if result.status == "passed" else result
-        elif host is not None and hosted is not None and result.status != "compile_error":
-            on_host = conclude_host(*hosted, host[0])
-            if on_host.status == "compile_error" or (result.status == "passed" and on_host.status == "unsure"):
-                result = on_host
-        result.seconds = round(time.monotonic() - t0, 3)
-        return result
+                return conclude(rc, log, device_tu, None)
+            if not facts.pastes(parts[1]):
+                return conclude_from_headers(rc, log, device_tu, cuda_text, parts[1], facts)
+        rc, log, texts = self._run(nvcc, flags, device_tu, plain, macros=False)  # or the headers were new and paste
+        return conclude(rc, log, device_tu, texts)
 
     def _host_job(self, a: dict) -> tuple[str, list[str]] | None:
         """(the split's host TU, g++'s command for its syntax check) or None when it is not checked: no split, no
@@ -493,18 +412,29 @@ class FrontCheck:
         if pch is None and not self.host_without_pch:
             return None
         cxx, host_flags = host_compile([*cflags, *([f"-I{pch}"] if pch else [])], True)
-        return cpp_sources[0], [cxx, "-DTORCH_EXTENSION_NAME=kz_front", *host_flags, "-Wfatal-errors", "-fsyntax-only",
-                                "host.cpp"]  # the first error decides
+        return cpp_sources[0], [
+            cxx,
+            "-DTORCH_EXTENSION_NAME=kz_front",
+            *host_flags,
+            "-Wfatal-errors",
+            "-fsyntax-only",
+            "host.cpp",
+        ]  # the first error decides
 
-    def _run(self, nvcc: str, flags: list[str], device_tu: str, preprocess: str | None, macros: bool,
-             host: tuple[str, list[str]] | None = None) -> tuple[int, str, list[str] | None, Hosted]:  # fmt: skip
-        """(nvcc's exit code and output on the device TU, `preprocess` preprocessed in both passes, with `-dD` when
-        `macros`, or None when not asked, not needed (no undefined identifier) or failed, and g++'s exit code and
-        output on the `host` TU, checked beside the device TU, or None when not asked). A timeout or a check that
+    def _run_host(self, tu: str, command: list[str]) -> tuple[int, str]:
+        """g++'s exit code and output on the host TU `tu` (`_host_job`'s `command`); -1: it did not finish or run."""
+        script = f"{shlex.join(command)} > host.log 2>&1; echo $? > host.rc\n"
+        try:
+            with self._sandboxed({"host.cpp": tu}, script) as s:
+                return int((s / "host.rc").read_text().strip() or -1), (s / "host.log").read_text(errors="replace")
+        except (subprocess.TimeoutExpired, OSError, ValueError) as exc:  # the check's own failure: build as usual
+            return -1, f"the front check did not finish: {type(exc).__name__}: {exc}"
+
+    def _run(self, nvcc: str, flags: list[str], device_tu: str, preprocess: str | None,
+             macros: bool) -> tuple[int, str, list[str] | None]:  # fmt: skip
+        """(nvcc's exit code and output on the device TU, and `preprocess` preprocessed in both passes, with `-dD` when
+        `macros`, or None when not asked, not needed (no undefined identifier) or failed). A timeout or a check that
         cannot run is exit code -1, which no conclusion takes for certain."""
-        sb = Sandbox(job={}, device="cpu", memory_limit_gb=self.memory_limit_gb, extra_env=dict(self.extra_env or {}))
-        s = sb.scratch
-        (s / "device.cu").write_text(device_tu)
         sm = self.arch.replace(".", "")
         # the device pass alone (-cubin: no host pass, whose compile of the stubs took most of a clean check)
         device = [nvcc, *flags, "-fdevice-syntax-only", "-cubin", "device.cu", "-o", "device.cubin"]
@@ -512,64 +442,61 @@ class FrontCheck:
         passes = {"host": [*common, "plain.cu", "-o", "host.ii"],
                   "dev": [*common, f"-D__CUDA_ARCH__={sm}0", "-DCUDA_DOUBLE_MATH_FUNCTIONS", "plain.cu", "-o",
                           "dev.ii"]} if preprocess is not None else {}  # fmt: skip
-        if preprocess is not None:
-            (s / "plain.cu").write_text(preprocess)
-        kb = int(self.memory_limit_gb * 2**20)
+        files = {"device.cu": device_tu, **({"plain.cu": preprocess} if preprocess is not None else {})}
         # the device TU first; only an undefined identifier in it needs the preprocessing (both passes at once)
-        script = f"ulimit -c 0; ulimit -v {kb}; cd {shlex.quote(str(s))}; export LC_ALL=C\n"
-        host_done, host_stop = "", ""
-        if host is not None:  # beside the device TU (a host compile against torch's header takes the longer)
-            (s / "host.cpp").write_text(host[0])
-            script += f"{shlex.join(host[1])} > host.log 2>&1 &\nhost=$!\n"
-            host_done, host_stop = "wait $host; echo $? > host.rc; ", "kill $host 2>/dev/null\n"
-        script += f"{shlex.join(device)} > device.log 2>&1; echo $? > device.rc\n"
+        script = f"{shlex.join(device)} > device.log 2>&1; echo $? > device.rc\n"
         undefined = "'^device.cu([0-9]*): error: identifier \".*\" is undefined$'"
-        script += f"grep -q {undefined} device.log || {{ {host_done}exit 0; }}\n"
-        script += host_stop  # an undefined identifier: the device TU decides, its answer in seconds
+        script += f"grep -q {undefined} device.log || exit 0\n"
         script += "".join(f"({shlex.join(c)} > {k}.log 2>&1; echo $? > {k}.rc) &\n" for k, c in passes.items())
         script += "wait\n"
-        cmd = ["sh", "-c", script]
-        if sb.isolation == "namespaces":
-            cmd = ["unshare", "--pid", "--fork", "--net", "--mount", "--kill-child", "--mount-proc",
-                   "sh", "-c", _PRELUDE, "kz-prelude", *cmd]  # fmt: skip
-        proc = None
         try:
+            with self._sandboxed(files, script) as s:
+                device_rc = int((s / "device.rc").read_text().strip() or -1)
+                log = (s / "device.log").read_text(errors="replace")
+                done = passes and all((s / f"{k}.rc").is_file() and (s / f"{k}.rc").read_text().strip() == "0"
+                                      for k in passes)  # fmt: skip
+                return device_rc, log, [(s / f"{k}.ii").read_text(errors="replace") for k in passes] if done else None
+        except (subprocess.TimeoutExpired, OSError, ValueError) as exc:  # the check's own failure: build as usual
+            return -1, f"the front check did not finish: {type(exc).__name__}: {exc}", None
+
+    @contextmanager
+    def _sandboxed(self, files: dict[str, str], script: str) -> Iterator[Path]:
+        """Runs `script` (sh) to its end in a sandbox whose scratch holds `files`, and yields that scratch to read
+        (TimeoutExpired past `timeout_s`); after the `with` block, what it left running is killed, its scratch gone."""
+        sb = Sandbox(job={}, device="cpu", memory_limit_gb=self.memory_limit_gb, extra_env=dict(self.extra_env or {}))
+        s, proc = sb.scratch, None
+        try:
+            for name, text in files.items():
+                (s / name).write_text(text)
+            kb = int(self.memory_limit_gb * 2**20)
+            cmd = ["sh", "-c", f"ulimit -c 0; ulimit -v {kb}; cd {shlex.quote(str(s))}; export LC_ALL=C\n{script}"]
+            if sb.isolation == "namespaces":
+                cmd = ["unshare", "--pid", "--fork", "--net", "--mount", "--kill-child", "--mount-proc",
+                       "sh", "-c", _PRELUDE, "kz-prelude", *cmd]  # fmt: skip
             quiet = subprocess.DEVNULL
             proc = spawner().popen(cmd, stdin=quiet, stdout=quiet, stderr=quiet, env=sb._env(), cwd=s,
                                     start_new_session=True)  # fmt: skip
             proc.wait(timeout=self.timeout_s)
-            device_rc = int((s / "device.rc").read_text().strip() or -1)
-            log = (s / "device.log").read_text(errors="replace")
-            done = passes and all((s / f"{k}.rc").is_file() and (s / f"{k}.rc").read_text().strip() == "0"
-                                  for k in passes)  # fmt: skip
-            hosted = None
-            if host is not None and (s / "host.rc").is_file():
-                hosted = (int((s / "host.rc").read_text().strip() or -1), (s / "host.log").read_text(errors="replace"))
-            texts = [(s / f"{k}.ii").read_text(errors="replace") for k in passes] if done else None
-            return device_rc, log, texts, hosted
-        except (subprocess.TimeoutExpired, OSError, ValueError) as exc:  # the check's own failure: build as usual
-            return -1, f"the front check did not finish: {type(exc).__name__}: {exc}", None, None
+            yield s
         finally:
             if proc is not None and proc.poll() is None:
-                try:
+                with suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 proc.wait()
             sb.cleanup()
 
 
-def check_with_headers(front: FrontCheck, source: str, slots: threading.Semaphore, headers_ready: threading.Event,
-                       wait_s: float, cap_s: float | None) -> FrontResult:  # fmt: skip
-    """The farm's front check of `source` on one of its `slots`, its host TU cut at `cap_s`. A check begun before
-    the precompiled headers were ready left the host TU unchecked: it is made again once they are, waited for off
-    the slot (on the H200 such host-code errors went to full builds, answered after 115-146 s in a cold or restarted
-    judge). `seconds` of the result: its checks; `waited`: the rest, for a slot or the headers."""
+def check_with_headers(front: FrontCheck, source: str, slots: Slots, headers_ready: threading.Event, wait_s: float,
+                       cap_s: float | None) -> FrontResult:  # fmt: skip
+    """The farm's front check of `source` on its `slots` (`FrontCheck.check`: FrontSlots put the host TU checks ahead
+    of the device TU checks), its host TU cut at `cap_s`. A check begun before the precompiled headers were ready
+    left the host TU unchecked: it is made again once they are, waited for off the slots (on the H200 such host-code
+    errors went to full builds, answered after 115-146 s in a cold or restarted judge). `seconds` of the result: its
+    checks; `waited`: the rest, for slots or the headers."""
     t0, busy = time.monotonic(), 0.0
     for _ in range(2):
         early = not headers_ready.is_set()
-        with slots:
-            result = front.check(source, cap_s)
+        result = front.check(source, cap_s, slots)
         busy += result.seconds
         if not (early and result.status in ("passed", "unsure") and headers_ready.wait(wait_s)):
             break

@@ -16,7 +16,6 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from kernelzero.judge.build.lean import HEADER, header_text
 
 PCH_FLAG_SETS = ([], ["-O3"], ["-O2"])  # host-TU extra flags with a precompiled header (KernelBench's are -O3)
 
@@ -57,16 +56,13 @@ def host_compile(extra: list[str], with_cuda: bool) -> tuple[str, list[str]]:
     return var("cxx"), [f for f in cflags if not f.startswith("-DTORCH_EXTENSION_NAME=")]
 
 
-def build_pch(
-    out: Path, flags: list[str], with_cuda: bool, light: bool = False, lean: dict | None = None
-) -> str | None:
+def build_pch(out: Path, flags: list[str], with_cuda: bool, light: bool = False) -> str | None:
     """Build `out/torch/extension.h.gch` for host TUs compiled with torch's flags plus `flags`; None on success, else
     the compiler's error. The header itself is linked beside it: a TU that includes torch/extension.h twice (the
     split puts the candidate's host code, with its own include, after load_inline's) finds the `.gch` first, and
     for the second include GCC needs the header in the same directory (it is skipped there: `#pragma once`).
     light: `out/torch/all.h.gch` instead, for TUs bound through the bridge (bind.py), which start with torch/all.h;
-    there torch/extension.h is a stand-in that includes torch/all.h only. lean (an audited table, lean.py):
-    `out/kz_lean.h.gch` instead, the lean header set, and the stand-in includes that."""
+    there torch/extension.h is a stand-in that includes torch/all.h only."""
     import torch.utils.cpp_extension as cpp
 
     include = Path(cpp.include_paths()[0])
@@ -74,14 +70,10 @@ def build_pch(
     header = include / "torch" / "csrc" / "api" / "include" / "torch" / name if light else include / "torch" / name
     shutil.rmtree(out, ignore_errors=True)
     (out / "torch").mkdir(parents=True)
-    if lean is not None:
-        header, stand_in, gch = out / HEADER, HEADER, out / f"{HEADER}.gch"
-        header.write_text(header_text(lean))
-    else:
-        stand_in, gch = "torch/all.h" if light else None, out / "torch" / f"{name}.gch"
-        (out / "torch" / name).symlink_to(header)
-    if stand_in:
-        (out / "torch" / "extension.h").write_text(f"#pragma once\n#include <{stand_in}>\n")
+    gch = out / "torch" / f"{name}.gch"
+    (out / "torch" / name).symlink_to(header)
+    if light:
+        (out / "torch" / "extension.h").write_text("#pragma once\n#include <torch/all.h>\n")
     try:
         cflags = host_cflags(flags, with_cuda)
     except Exception as exc:  # a torch whose ninja writer we do not understand: builds go on without the header
