@@ -9,7 +9,7 @@ Levels, each adding one part to the one before (`BuildFarm.tricks`):
   the judge uses by default.
 
 A fifth level, a host TU against a lean subset of torch's headers, was measured here on the H200 (2026-12-06) and
-removed: it saved 7.4% and -13% of the wall, under the rule (bench/README.md).
+removed: it saved -12.9% and 7.6% of the wall (passes 1 and 2), under the rule (bench/README.md).
 
 One pool, warmed first (headers and bridge built, not counted; with `--warm-batch`, the whole mix judged once more).
 Then two passes over the levels in alternating order (plain..bridge, then bridge..plain), each judging the 64 CUDA candidates of `throughput_cases/mix.py` as new

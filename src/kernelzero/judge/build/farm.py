@@ -22,8 +22,8 @@ content suffix, MAX_JOBS bounds ninja, and where `split.py` applies, torch-facin
 the C++ translation unit, which uses a precompiled torch/extension.h built here for the same flags (headers.py).
 Where `bind.py` applies, that TU includes torch/all.h only (precompiled too) and its functions are bound through the
 bridge library built here, instead of by pybind11 in the TU. (A fourth trick, a host TU against a lean subset of
-torch's headers, built 5x faster than the bridge's but saved 7% of the realistic mix's wall at best and lost 13% once,
-under the 10% a part must save in both passes: bench/README.md, `build_ablation.py`; it was removed.)
+torch's headers, built up to 5x faster than the bridge's, yet saved 7.6% of the realistic mix's wall in one pass and
+lost 12.9% in the other on the H200, under the 10% a part must save in both: bench/README.md; it was removed.)
 Tricks are tried in that order; one that fails to build falls back to the next, and last to the build of the code
 as written, whose result (and compile error) is the verdict. GCC skips a precompiled header it cannot use without a
 word: once the headers are built, a build worker compiles each one's include and says whether it was used
