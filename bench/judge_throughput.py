@@ -402,9 +402,11 @@ def main() -> None:
     ap.add_argument(
         "--kernelbench-from",
         type=Path,
+        nargs="+",
         default=None,
-        help="a --kernelbench-only run's JSON for the same candidates (checked by their sources' digest): its "
-        "figures stand in for measuring the KernelBench way again",
+        help="one or more --kernelbench-only runs' JSON for the same candidates (checked by their sources' digest; "
+        "one file per backend where they were measured apart): their figures stand in for measuring the KernelBench "
+        "way again",
     )
     ap.add_argument(
         "--kernelbench-resume",
@@ -421,11 +423,19 @@ def main() -> None:
 
     measured = None
     if args.kernelbench_from:
-        try:
-            measured = json.loads(args.kernelbench_from.read_text())
-        except (OSError, ValueError) as exc:
-            print(f"judge_throughput: --kernelbench-from {args.kernelbench_from}: {exc}", file=sys.stderr)
-            sys.exit(2)
+        measured = {}
+        for path in args.kernelbench_from:  # a later file's backend replaces an earlier one's
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, ValueError) as exc:
+                print(f"judge_throughput: --kernelbench-from {path}: {exc}", file=sys.stderr)
+                sys.exit(2)
+            for key, value in record.items():
+                if key in ("cuda", "triton"):
+                    measured[key] = {**value, "from": str(path), "date": record.get("date"),
+                                     "commit": record.get("commit")}
+                else:
+                    measured.setdefault(key, value)
         if args.warm_bound or args.kernelbench_only:
             print("judge_throughput: --kernelbench-from measures nothing of the KernelBench way (no --warm-bound, "
                   "no --kernelbench-only)", file=sys.stderr)  # fmt: skip
@@ -447,6 +457,10 @@ def main() -> None:
     n = 16 if args.quick else 20
     backends = [b for b in args.backends.split(",") if b and not (b == "cuda" and device == "cpu")]
     every = cases(n, n, small=device == "cpu")
+    missing = [b for b in backends if measured is not None and b not in measured]
+    if missing and not args.skip_kernelbench:  # before any pass runs, not after the first backend's
+        print(f"judge_throughput: no {', '.join(missing)} figures in --kernelbench-from", file=sys.stderr)
+        sys.exit(2)
     expected: dict = {}
     timeout = args.timeout or (30.0 if args.mix else None)
     if args.mix:
@@ -470,12 +484,12 @@ def main() -> None:
         elif measured:
             kb, built = measured[backend]["kernelbench_way"], None
             if kb.get("candidates_sha") != candidates_sha(items):
-                print(f"judge_throughput: {args.kernelbench_from} holds other {backend} candidates than this run's",
+                print(f"judge_throughput: {measured[backend]['from']} holds other {backend} candidates than this run's",
                       file=sys.stderr)  # fmt: skip
                 sys.exit(2)
-            print(f"== {backend}: KernelBench way from {args.kernelbench_from} (measured {measured.get('date')} at "
-                  f"{measured.get('commit')}): {kb['correct']}/{kb['n']} correct, {kb['wall_s']:.1f} s, "
-                  f"{kb['per_min']:.1f}/min", flush=True)  # fmt: skip
+            print(f"== {backend}: KernelBench way from {measured[backend]['from']} (measured "
+                  f"{measured[backend]['date']} at {measured[backend]['commit']}): {kb['correct']}/{kb['n']} correct, "
+                  f"{kb['wall_s']:.1f} s, {kb['per_min']:.1f}/min", flush=True)  # fmt: skip
         else:
             print(f"== {backend}: {len(items)} candidates, KernelBench way (fresh process per candidate) ...",
                   flush=True)  # fmt: skip
