@@ -23,6 +23,7 @@ median build seconds, and every verdict checked against its expected status. A p
     python bench/build_ablation.py --passes 2 --levels split plain --out p2a.json   # pch 54-63, bridge 45-49, the
     python bench/build_ablation.py --merge p1a.json p1b.json p2b.json p2a.json      # warm-up 41-72 s (no GPU here)
     python bench/build_ablation.py --n 32 --out half.json   # half the mix, same proportions, both passes at once
+    python bench/build_ablation.py --merge old.json:1 p2.json  # pass 1 of an earlier record, pass 2 run again
 """
 
 from __future__ import annotations
@@ -112,20 +113,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warm-batch", action="store_true",
                     help="before the passes, judge the whole mix once at `bridge` (not counted), so no measured level "
                          "is the pool's first batch")
-    ap.add_argument("--merge", type=Path, nargs="+", default=None,
-                    help="no judging: decide from these runs' JSON (passes or parts of passes, the same commit)")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="JSON[:PASS]",
+                    help="no judging: decide from these runs' JSON (passes or parts of passes); `FILE:1` takes only "
+                         "pass 1's rows of FILE (a pass run again at a later commit replaces the other's)")
     args = ap.parse_args(argv)
     if args.merge:
         merged: dict[int, dict[str, dict]] = {1: {}, 2: {}}
-        for f in args.merge:
+        for spec in args.merge:
+            name, _, only = spec.rpartition(":") if spec[-2:] in (":1", ":2") else (spec, "", "")
+            f = Path(name)
             try:
                 for k, rows in json.loads(f.read_text())["passes"].items():
+                    if only and k != only:
+                        continue
                     for row in rows:
                         if row["level"] in merged[int(k)]:
                             raise ValueError(f"pass {k} level {row['level']} is in two of the files")
                         merged[int(k)][row["level"]] = row
             except (OSError, ValueError, KeyError) as exc:
-                print(f"build_ablation: --merge {f}: {exc}", file=sys.stderr)
+                print(f"build_ablation: --merge {spec}: {exc}", file=sys.stderr)
                 return 2
         missing = [f"pass {k} {level}" for k in (1, 2) for level in LEVELS if level not in merged[k]]
         if missing:
@@ -134,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         order = {1: LEVELS, 2: LEVELS[::-1]}
         return report([[merged[k][level] for level in order[k]] for k in (1, 2)],
-                      {"merged": [str(f) for f in args.merge]}, args.out)  # fmt: skip
+                      {"merged": args.merge}, args.out)  # fmt: skip
     import torch
 
     if not torch.cuda.is_available():

@@ -55,6 +55,25 @@ def test_passes_run_in_parts_merge_into_one_decision(tmp_path):
     assert build_ablation.main(["--merge", *map(str, files), str(files[0])]) == 2  # a level twice
 
 
+def test_merge_takes_one_pass_of_a_file_when_asked(tmp_path):
+    """`FILE:1` keeps pass 1's rows of a record that also holds pass 2 (run again later and merged from another)."""
+    def record(name, passes):
+        path = tmp_path / name
+        path.write_text(json.dumps({"passes": {str(k): [{"level": lv, "wall_s": w, "mismatches": []}
+                                                          for lv, w in rows] for k, rows in passes.items()}}))  # fmt: skip
+        return path
+
+    old = record("old.json", {1: [("plain", 100.0), ("split", 40.0), ("pch", 34.0), ("bridge", 26.0)],
+                              2: [("bridge", 99.0), ("pch", 99.0)]})  # fmt: skip
+    new = record("new.json", {2: [("bridge", 25.0), ("pch", 30.0), ("split", 36.0), ("plain", 90.0)]})
+    assert build_ablation.main(["--merge", str(old), str(new)]) == 2  # pass 2's bridge and pch in both
+    out = tmp_path / "merged.json"
+    assert build_ablation.main(["--merge", f"{old}:1", str(new), "--out", str(out)]) == 0
+    merged = json.loads(out.read_text())
+    assert [r["wall_s"] for r in merged["passes"]["2"]] == [25.0, 30.0, 36.0, 90.0]  # the new file's, not 99
+    assert merged["parts"][0]["savings"] == [0.6, 0.6] and merged["merged"] == [f"{old}:1", str(new)]
+
+
 def test_settle_waits_for_a_quiet_machine_and_gives_up_at_its_limit():
     # no machine is ever more than 100% busy: quiet from the first sample, so it waits the hold and a sample or two
     assert 0.5 <= build_ablation.settle(busy_below=1.01, hold_s=0.5, limit_s=5.0) < 2.0
