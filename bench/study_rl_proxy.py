@@ -63,10 +63,8 @@ def rl_task_pool(kind: str, corpus: list, fresh: list) -> list:
     return {"fresh": fresh, "novel": [t for t in fresh if slug(t) not in named], "corpus": corpus}[kind]
 
 
-def pass_at_1(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed: int, by_size: dict | None = None
-              ) -> float:  # fmt: skip
-    """Exact-match pass@1 over `tasks` (`samples` each at temperature 1); `by_size`, if given, gets it per number of
-    APIs in a task (2: pairs, 3: triples)."""
+def solved(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed: int) -> list[int]:
+    """How many of `samples` completions (temperature 1) of each task are exact-match correct."""
     from kernelzero.generation import load_policy
     from kernelzero.generation.base import SamplingConfig
     from kernelzero.roles.coder import coder_messages, parse_coder_completion
@@ -74,16 +72,33 @@ def pass_at_1(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed
     policy = load_policy(str(model_dir), device="cpu", batch_size=64)
     chats = [coder_messages(t.source, "triton", brief=True) for t in tasks]
     outs = policy.generate(chats, samples, SamplingConfig(temperature=1.0, max_new_tokens=512, seed=seed))
+    return [sum(judge.verdict(t.name, getattr(parse_coder_completion(c.text), "code", None)).correct
+                for c in completions)  # a ParseFailure has no code
+            for t, completions in zip(tasks, outs, strict=True)]  # fmt: skip
+
+
+def pass_at_1(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed: int, by_size: dict | None = None
+              ) -> float:  # fmt: skip
+    """Exact-match pass@1 over `tasks` (`samples` each at temperature 1); `by_size`, if given, gets it per number of
+    APIs in a task (2: pairs, 3: triples)."""
     hits: dict[int, list[int]] = {}  # APIs per task -> [correct, samples]
-    for t, completions in zip(tasks, outs, strict=True):
+    for t, k in zip(tasks, solved(model_dir, tasks, judge, samples, seed), strict=True):
         h = hits.setdefault(len(t.apis), [0, 0])
-        for c in completions:
-            parsed = parse_coder_completion(c.text)  # a ParseFailure has no code
-            h[0] += judge.verdict(t.name, getattr(parsed, "code", None)).correct
-            h[1] += 1
+        h[0] += k
+        h[1] += samples
     if by_size is not None:
         by_size.update({str(k): round(a / n, 4) for k, (a, n) in sorted(hits.items())})
     return sum(a for a, _ in hits.values()) / (len(tasks) * samples)
+
+
+def learnable(model_dir: Path, pool, judge: ExactMatchJudge, samples: int, seed: int) -> tuple[list, dict]:
+    """The tasks of `pool` the SFT model solves in some but not all of `samples` tries: what a Proposer rewarded for
+    tasks solved about half the time would hand the Coder, where every group of rollouts has a reward spread (an
+    all-correct or all-wrong group has no advantage to learn from). Returns them and the screen's counts."""
+    counts = solved(model_dir, pool, judge, samples, seed)
+    kept = [t for t, k in zip(pool, counts, strict=True) if 0 < k < samples]
+    return kept, {"screened": len(pool), "samples": samples, "kept": len(kept),
+                  "all_correct": sum(k == samples for k in counts), "none_correct": sum(k == 0 for k in counts)}
 
 
 def scores(model_dir: Path, test, held_out, judge: ExactMatchJudge, seed: int) -> dict:
@@ -103,16 +118,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=12, help="judged batches per learning rate")
     ap.add_argument("--batch", type=int, default=32, help="rollouts per judged batch")
     ap.add_argument("--generations", type=int, default=8, help="group size G")
-    ap.add_argument("--rl-tasks", choices=("fresh", "novel", "corpus"), default="fresh",
+    ap.add_argument("--rl-tasks", choices=("fresh", "novel", "corpus", "learnable"), default="fresh",
                     help="fresh: training tasks after the corpus's (the study's loop_tasks); novel: those of them "
                     "whose composition (the writer's function name) no corpus task has, as no test task has; corpus: "
-                    "the SFT corpus's own tasks (what the first H100 run trained on)")  # fmt: skip
+                    "the SFT corpus's own tasks (what the first H100 run trained on); learnable: the fresh tasks "
+                    "the SFT model solves in some but not all of --screen-samples tries")  # fmt: skip
     ap.add_argument("--corpus-triples", type=int, default=None,
                     help="the SFT corpus keeps only its first N 3-API tasks (0: pairs only), so 3-API chains are a "
                     "skill SFT barely teaches and the loop's tasks (half triples) ask of RL; default all")  # fmt: skip
     ap.add_argument("--rl-apis", type=int, choices=(2, 3), default=None,
                     help="RL only on the pool's tasks of this many APIs (3: the triples a --corpus-triples corpus is "
                     "short of); default all")  # fmt: skip
+    ap.add_argument("--screen-samples", type=int, default=8,
+                    help="with --rl-tasks learnable: completions of each fresh task the SFT model is screened with")
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--sft-max-steps", type=int, default=1500)
@@ -158,7 +176,17 @@ def main(argv: list[str] | None = None) -> int:
     from kernelzero.trainers.coder import coder_prompt, run_coder_phase
     from kernelzero.trainers.config import CoderPhaseConfig
 
-    pool = rl_task_pool(args.rl_tasks, train[: cfg.train_tasks], loop[: len(loop) - 64])
+    fresh = loop[: len(loop) - 64]
+    if args.rl_tasks == "learnable":  # screened once per folder: the SFT's weights do not change
+        if "screen" not in record:
+            kept, record["screen"] = learnable(sft_final, fresh, judge, args.screen_samples, 1000 + args.seed)
+            record["screen"]["names"] = [t.name for t in kept]
+            save()
+        print("screen:", {k: v for k, v in record["screen"].items() if k != "names"}, flush=True)
+        names = set(record["screen"]["names"])
+        pool = [t for t in fresh if t.name in names]
+    else:
+        pool = rl_task_pool(args.rl_tasks, train[: cfg.train_tasks], fresh)
     rl_tasks = [t.task() for t in pool if args.rl_apis in (None, len(t.apis))]
     print(f"RL tasks ({args.rl_tasks}): {len(rl_tasks)}", flush=True)
     for lr, rl_seed in [(lr, rs) for lr in args.lr for rs in (args.rl_seeds or [args.seed])]:

@@ -56,3 +56,14 @@ def test_the_novel_rl_tasks_are_fresh_tasks_whose_composition_no_corpus_task_nam
     assert [t for t in fresh if slug(t) not in named] == novel  # every such fresh task, in order
     assert rl_task_pool("fresh", corpus, fresh) == fresh and rl_task_pool("corpus", corpus, fresh) == corpus
     assert not {slug(t) for t in family.test_tasks(64)} & named  # what "novel" stands in for
+
+
+def test_the_learnable_rl_tasks_are_those_solved_sometimes_but_not_always(monkeypatch):
+    import study_rl_proxy
+
+    pool = family.train_tasks(6)
+    counts = [0, 8, 3, 1, 7, 8]  # of 8 tries each
+    monkeypatch.setattr(study_rl_proxy, "solved", lambda model, tasks, judge, samples, seed: counts[: len(tasks)])
+    kept, screen = study_rl_proxy.learnable(Path("unused"), pool, None, 8, 0)
+    assert kept == [pool[2], pool[3], pool[4]]
+    assert screen == {"screened": 6, "samples": 8, "kept": 3, "all_correct": 2, "none_correct": 1}
