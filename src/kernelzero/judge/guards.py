@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import re
 
+from kernelzero.judge.timing import hides_work
 from kernelzero.syntax import parse
 
 Hit = "tuple[str, str] | None"
@@ -467,7 +468,6 @@ def library_op_violation(ref_ops: dict[str, int], cand_ops: dict[str, int], laun
 # Timing guards (GPU), checked in the parent on the candidate's timing summary. Backstops: they reject only times
 # no honest module can reach, so they never decide between two honest kernels.
 # ---------------------------------------------------------------------------------------------------------------------
-SIDE_STREAM_MIN_MS = 0.2  # wall minus event time an honest call never shows (host launch cost is ~0.01-0.1 ms)
 ROOFLINE_CACHE_BYTES = 128 * 2**20  # output bytes a kernel may leave in L2 when it ends (above any GPU's L2 size)
 
 
@@ -481,7 +481,8 @@ def timing_violation(cand: dict, output_bytes: int, bandwidth_tbs: float) -> tup
     beats physics even once. It bites on large outputs only; bandwidth_tbs <= 0 turns it off.
     side_stream: each call's wall time (device-wide syncs around it) exceeds its span (the current stream's events
     around the same call, the host's enqueue included; the event time where no span was sent) by more than
-    SIDE_STREAM_MIN_MS and by more than the span itself: work was left on a stream the events do not see.
+    `timing.SIDE_STREAM_MIN_MS` and by more than the span itself in the least of up to three rounds the worker
+    measured (`timing.time_model`): work was left on a stream the events do not see.
     """
     events, wall = cand["events"]["median_ms"], cand["wall"]["median_ms"]
     fastest = min(events, cand["events"].get("min_ms", events))
@@ -491,8 +492,7 @@ def timing_violation(cand: dict, output_bytes: int, bandwidth_tbs: float) -> tup
         return "roofline", (f"a timed call of {fastest * 1e3:.2f} us is below the {floor_ms * 1e3:.2f} us needed only "
                             f"to write the {output_bytes / 2**20:.1f} MiB of outputs at {bandwidth_tbs:g} TB/s")
     span = (cand.get("span") or {}).get("median_ms", events)
-    hidden = wall - span
-    if hidden > SIDE_STREAM_MIN_MS and hidden > span:
+    if hides_work(wall, span):
         return "side_stream", (f"a call takes {wall:.3f} ms of wall time between device-wide syncs but {span:.3f} "
                                "ms on the current stream's events: work runs where the timer does not look")
     return None

@@ -31,6 +31,18 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import asdict, dataclass
+from time import sleep as _host_sleep  # bound at import, before any candidate code runs in the worker
+
+SIDE_STREAM_MIN_MS = 0.2  # wall minus event time an honest call never shows (host launch cost is ~0.01-0.1 ms)
+WALL_ROUND_PAUSES_S = (0.1, 0.5)  # before the second and third wall-clock rounds of a call that looked hidden
+
+
+def hides_work(wall_ms: float, span_ms: float) -> bool:
+    """A call's median wall time (device-wide syncs around it) exceeds its span (the current stream's events
+    around it) by more than SIDE_STREAM_MIN_MS and by more than the span itself: work on a stream the events do not
+    see (the `side_stream` guard's rule)."""
+    hidden = wall_ms - span_ms
+    return hidden > SIDE_STREAM_MIN_MS and hidden > span_ms
 
 
 @dataclass
@@ -196,6 +208,23 @@ class PersistingL2:
             self.lib.cudaGetLastError()  # clear ours: torch's next launch check reads cudart's last error
 
 
+def _wall_and_span(bound, model, input_sets: list[list], calls: int) -> tuple[list[float], list[float]]:
+    """Per call (ms): wall clock between device-wide syncs, and the current stream's events around the same call
+    with nothing queued before it (the span: the host's enqueue and the stream's work, no cover)."""
+    wall_ms, span_ms = [], []
+    for i in range(calls):
+        a, b = bound.event(enable_timing=True), bound.event(enable_timing=True)
+        bound.synchronize()
+        t0 = bound.perf_counter()
+        a.record()
+        model(*input_sets[i % len(input_sets)])
+        b.record()
+        bound.synchronize()
+        wall_ms.append((bound.perf_counter() - t0) * 1e3)
+        span_ms.append(bound.elapsed(a, b))
+    return wall_ms, span_ms
+
+
 def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingConfig, capture=None) -> dict:
     """Time `model(*inputs)` over rotated `input_sets`. Returns summaries of event and wall times (ms).
 
@@ -251,17 +280,19 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         # same call with nothing queued before it (the span: the host's enqueue and the stream's work, no cover):
         # work hidden on a side stream shows in the wall and not in the span (the `side_stream` guard compares
         # the two; the covered events above leave the host's time out on purpose, so they cannot serve).
-        wall_ms, span_ms = [], []
-        for i in range(min(n, cfg.min_calls)):
-            a, b = bound.event(enable_timing=True), bound.event(enable_timing=True)
-            bound.synchronize()
-            t0 = bound.perf_counter()
-            a.record()
-            model(*input_sets[i % len(input_sets)])
-            b.record()
-            bound.synchronize()
-            wall_ms.append((bound.perf_counter() - t0) * 1e3)
-            span_ms.append(bound.elapsed(a, b))
+        # A round whose medians look like hidden work is measured again after a pause, up to twice, and the round
+        # with the least hidden time kept: work on a side stream shows in every round, while the GPU shared with
+        # a dying context (a hung candidate killed just before) or a host descheduled under a batch's builds
+        # passes. On an H100, 3 of 45 honest CUDA candidates of a loaded batch showed 0.2-1.6 ms of wall over
+        # 0.006-0.09 ms of span in one round.
+        rounds = []
+        for pause in (0.0, *WALL_ROUND_PAUSES_S):
+            if pause:
+                _host_sleep(pause)
+            rounds.append(_wall_and_span(bound, model, input_sets, min(n, cfg.min_calls)))
+            if not hides_work(*(statistics.median(x) for x in rounds[-1])):
+                break
+        wall_ms, span_ms = min(rounds, key=lambda r: statistics.median(r[0]) - statistics.median(r[1]))
     events = summarize(event_ms)
     if placed:  # the mean of the copies' medians: a typical layout's time, not whichever one the process drew
         per_copy = [statistics.median(event_ms[i] for i in range(n) if (i // k) % len(copies) == p)
@@ -271,7 +302,8 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
               "config": asdict(cfg),
               "cover_us": round(cover[1], 1) if cover is not None else None,
               "cover_audit": audit and {**audit, "retimed": retimed},
-              "placements": [round(m, 6) for m in per_copy] if placed else None}  # fmt: skip
+              "placements": [round(m, 6) for m in per_copy] if placed else None,
+              "wall_rounds": len(rounds)}  # fmt: skip
     if capture is not None:
         result["captured"] = [captured[j] for j in sorted(captured)]
     return result

@@ -16,7 +16,6 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-
 PCH_FLAG_SETS = ([], ["-O3"], ["-O2"])  # host-TU extra flags with a precompiled header (KernelBench's are -O3)
 
 
