@@ -141,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sft-keep", default="best", choices=SFT_KEEP,
                     help="the SFT weights RL starts from: the lowest validation loss (stopped by the plateau rule), "
                     "or the last of --sft-max-steps")  # fmt: skip
+    ap.add_argument("--sft-lr", type=float, default=None, help="SFT's learning rate (default: the proxy's 2e-3)")
+    ap.add_argument("--sft-only", action="store_true", help="stop after SFT and its pass@1 (no RL phase)")
     ap.add_argument("--seed", type=int, default=0, help="the models' init and SFT")
     ap.add_argument("--train-tasks", type=int, default=512,
                     help="the Coder's SFT corpus: the family's first N training tasks (above the pack's 512, the "
@@ -155,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus = copy_corpus(args.corpus, out, args.train_tasks, args.corpus_triples)
     cfg = replace(proxy_config(args.sft_max_steps, args.hidden, args.layers, args.train_tasks),
                   sft_patience=args.sft_patience, sft_scheduler=args.sft_scheduler, sft_keep=args.sft_keep)
+    if args.sft_lr is not None:
+        cfg = replace(cfg, sft_lr=args.sft_lr)
     train = family.train_tasks(cfg.train_tasks + cfg.loop_tasks, config=cfg.family)
     loop, test = train[cfg.train_tasks :], family.test_tasks(64, config=cfg.family)
     judge = ExactMatchJudge(train + test)
@@ -171,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             by_seed[str(rs)] = {"test": pass_at_1(sft_final, test, judge, 4, rs, sizes), "test_by_apis": sizes}
             save()
     print("after SFT:", record["after_sft"], record.get("after_sft_by_seed", ""), flush=True)
+    if args.sft_only:
+        return 0
 
     from kernelzero.rewards.config import GateConfig
     from kernelzero.trainers.coder import coder_prompt, run_coder_phase
