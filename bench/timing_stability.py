@@ -72,9 +72,16 @@ def judge_in_batch(cases: list, batch: list, pool, mark: str) -> list:
 
 
 def raw(runs: dict) -> dict:
-    """Per candidate, each verdict as [where, status, speedup over eager, kernel median ms, speed noise, noisy]."""
+    """Per candidate, each verdict as [where, status, speedup over eager, kernel median ms, speed noise, noisy,
+    the eager reference's median ms] (which of the two moved a speedup)."""
     return {name: [[k, v.status, v.speedup_eager, v.runtime.median_ms if v.runtime else None, v.speed_noise,
-                    v.speed_noisy] for k, v in vs] for name, vs in runs.items()}  # fmt: skip
+                    v.speed_noisy, v.ref_runtime.median_ms if v.ref_runtime else None] for k, v in vs]
+            for name, vs in runs.items()}  # fmt: skip
+
+
+def _spread(xs: list[float]) -> float | None:
+    """(max - min) / median, or None without figures."""
+    return (max(xs) - min(xs)) / statistics.median(xs) if xs else None
 
 
 def progress(out: Path | None, runs: dict) -> None:
@@ -96,18 +103,21 @@ def table(figures: dict) -> tuple[list[dict], int]:
             failed += 1
             print(f"{name:<28} not timed in every run: {[v[1] for v in vs]}")
             continue
-        spread = (max(speed) - min(speed)) / statistics.median(speed)
+        spread = _spread(speed)
+        ref = [v[6] for v in vs if len(v) > 6 and v[6]]  # older records have no reference figure
         long = statistics.median(kernel) >= LONG_KERNEL_MS
         noisy = sum(bool(v[5]) for v in vs)
         ok = spread <= BOUNDS[long] or noisy == len(vs)
         failed += not ok
         rows.append({"candidate": name, "kernel_ms": statistics.median(kernel), "speedups": [[v[0], v[2]] for v in vs],
                      "spread": spread, "bound": BOUNDS[long], "noisy_runs": noisy,
-                     "speed_noise": [v[4] for v in vs], "pass": ok})  # fmt: skip
+                     "speed_noise": [v[4] for v in vs], "kernel_spread": _spread(kernel),
+                     "reference_ms": ref, "reference_spread": _spread(ref), "pass": ok})  # fmt: skip
         alone = " ".join(f"{v[2]:.2f}" for v in vs if v[0] == "alone")
         cells = alone + " | " + " ".join(f"{v[2]:.2f}" for v in vs if v[0] != "alone")
+        moved = f"  (kernel {_spread(kernel):.1%}, reference {_spread(ref):.1%})" if ref else ""
         print(f"{name:<28} {statistics.median(kernel) * 1e3:>9.1f} {cells:<44} {spread:>6.1%} {noisy:>5}  "
-              f"{'yes' if ok else 'NO'}")  # fmt: skip
+              f"{'yes' if ok else 'NO'}{moved}")  # fmt: skip
     return rows, failed
 
 
