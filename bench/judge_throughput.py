@@ -430,12 +430,10 @@ def main() -> None:
             except (OSError, ValueError) as exc:
                 print(f"judge_throughput: --kernelbench-from {path}: {exc}", file=sys.stderr)
                 sys.exit(2)
-            for key, value in record.items():
-                if key in ("cuda", "triton"):
-                    measured[key] = {**value, "from": str(path), "date": record.get("date"),
-                                     "commit": record.get("commit")}
-                else:
-                    measured.setdefault(key, value)
+            for backend in ("cuda", "triton"):
+                if backend in record:
+                    measured[backend] = {**record[backend], "from": str(path), "date": record.get("date"),
+                                         "commit": record.get("commit")}
         if args.warm_bound or args.kernelbench_only:
             print("judge_throughput: --kernelbench-from measures nothing of the KernelBench way (no --warm-bound, "
                   "no --kernelbench-only)", file=sys.stderr)  # fmt: skip

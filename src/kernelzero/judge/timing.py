@@ -285,14 +285,16 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         # a dying context (a hung candidate killed just before) or a host descheduled under a batch's builds
         # passes. On an H100, 3 of 45 honest CUDA candidates of a loaded batch showed 0.2-1.6 ms of wall over
         # 0.006-0.09 ms of span in one round.
-        rounds = []
+        rounds = []  # (median wall - median span, wall, span) per round
         for pause in (0.0, *WALL_ROUND_PAUSES_S):
             if pause:
                 _host_sleep(pause)
-            rounds.append(_wall_and_span(bound, model, input_sets, min(n, cfg.min_calls)))
-            if not hides_work(*(statistics.median(x) for x in rounds[-1])):
+            wall_ms, span_ms = _wall_and_span(bound, model, input_sets, min(n, cfg.min_calls))
+            wall_median, span_median = statistics.median(wall_ms), statistics.median(span_ms)
+            rounds.append((wall_median - span_median, wall_ms, span_ms))
+            if not hides_work(wall_median, span_median):
                 break
-        wall_ms, span_ms = min(rounds, key=lambda r: statistics.median(r[0]) - statistics.median(r[1]))
+        _, wall_ms, span_ms = min(rounds, key=lambda r: r[0])
     events = summarize(event_ms)
     if placed:  # the mean of the copies' medians: a typical layout's time, not whichever one the process drew
         per_copy = [statistics.median(event_ms[i] for i in range(n) if (i // k) % len(copies) == p)
