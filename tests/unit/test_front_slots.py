@@ -1,5 +1,6 @@
 """The farm's front-check slots (judge/build/front.py `FrontSlots`) and the order a check takes them in: the host TU's
-job first, at the more urgent priority, and a compile error certain there answered without the device TU's job."""
+job first, at the more urgent priority, and a compile error certain there answered without the device TU's job; a
+device TU that names something declared nowhere (`undeclared_names`) before every host TU."""
 
 import sys
 import threading
@@ -13,9 +14,13 @@ from kernelzero.judge.build.front import (
     HOST_CUT,
     HOST_END,
     HOST_FIRST,
+    SUSPECT_FIRST,
     FrontCheck,
+    FrontResult,
     FrontSlots,
+    HeaderFacts,
     read_call,
+    undeclared_names,
 )
 
 
@@ -150,3 +155,49 @@ def test_otherwise_the_device_tu_is_checked_next_at_the_lower_priority(front, mo
     result = front.check(_mix_source("missing semicolon"), 1.0, slots)
     assert (result.status, front.jobs, slots.taken) == (status, ["host", "device"], [HOST_FIRST, DEVICE_NEXT])
     assert why in result.why
+
+
+HEADERS = HeaderFacts.parse(["struct uint3 { unsigned x; }; extern uint3 blockIdx, blockDim, threadIdx;\n"
+                             "float fmaxf(float, float); float expf(float); typedef int cudaStream_t;\n"])  # fmt: skip
+KERNEL = """#include <cuda_runtime.h>
+#define BLOCK 256
+__global__ void relu_kernel(const float* __restrict__ x, float* out, long n) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < n) { float v = x[i]; out[i] = fmaxf(v, 0.f) + 1e-5f * BLOCK; }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "names"),
+    [
+        (KERNEL, set()),  # parameters, locals, a macro, members and literals are declared or not names
+        (KERNEL.replace("blockDim.x", "blockDimx"), {"blockDimx"}),  # a typo models make
+        (KERNEL.replace("fmaxf(v, 0.f)", "fast_relu(v)"), {"fast_relu"}),  # a helper never written
+        (KERNEL.replace("float v = x[i];", "").replace("fmaxf(v", "fmaxf(w"), {"w"}),
+        (KERNEL.replace('out[i] = fmaxf(v, 0.f)', 'return; out[i] = v; "text stays unread"'), set()),
+    ],
+)
+def test_undeclared_names_are_those_neither_the_code_nor_its_headers_declare(code, names):
+    assert undeclared_names(code, HEADERS) == names
+
+
+def test_a_suspect_device_tu_is_checked_before_any_host_tu_and_its_certain_error_is_the_answer(front, monkeypatch):
+    source = _mix_source("undeclared identifier")
+    monkeypatch.setattr(FrontCheck, "_known_facts", lambda self, *a: ("k", None, HEADERS))
+    monkeypatch.setattr(FrontCheck, "_device", lambda self, *a: self.jobs.append("device") or FrontResult(
+        "compile_error", feedback='identifier "blockDimx" is undefined'))  # fmt: skip
+    monkeypatch.setattr(FrontCheck, "_run_host", lambda self, tu, cmd: self.jobs.append("host") or (1, AT_END))
+    slots = Recording(1)
+    result = front.check(source, 1.0, slots)
+    assert result.status == "compile_error" and "blockDimx" in result.feedback
+    assert front.jobs == ["device"] and slots.taken == [SUSPECT_FIRST]
+
+
+def test_a_suspect_that_passes_its_device_tu_still_has_its_host_tu_checked_once(front, monkeypatch):
+    monkeypatch.setattr(FrontCheck, "_known_facts", lambda self, *a: ("k", None, HEADERS))
+    monkeypatch.setattr(FrontCheck, "_device", lambda self, *a: self.jobs.append("device") or FrontResult("passed"))
+    monkeypatch.setattr(FrontCheck, "_run_host", lambda self, tu, cmd: self.jobs.append("host") or (1, NOT_DECLARED))
+    slots = Recording(1)
+    result = front.check(_mix_source("undefined helper"), 1.0, slots)
+    assert (result.status, front.jobs, slots.taken) == ("unsure", ["device", "host"], [SUSPECT_FIRST, HOST_FIRST])

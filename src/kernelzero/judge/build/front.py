@@ -267,7 +267,38 @@ def conclude_from_headers(device_rc: int, device_log: str, device_tu: str, cuda_
     return _certain(device_log)
 
 
-HOST_FIRST, DEVICE_NEXT = 0, 1  # slot priorities: every waiting host TU check goes before any device TU check
+# Slot priorities, lowest first: the device TU of a candidate whose code names an identifier declared nowhere
+# (`undeclared_names`), then every host TU, then the other device TUs.
+SUSPECT_FIRST, HOST_FIRST, DEVICE_NEXT = 0, 1, 2
+
+_LITERAL = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|(?<![\w.])\.?\d(?:[eEpP][+-]|[\w.])*')
+_MEMBER = re.compile(r"(?:\.|->|::)\s*[A-Za-z_]\w*")  # a member or a qualified name: never an undeclared identifier
+# A name declared here: after another name (its type, a qualifier, `struct`), a `*` or `&` between them allowed, or
+# after `#define`. A few keywords read as a type before a use (`return x`) and do not count.
+_DECLARED = re.compile(r"(?=(?:#\s*define|\b(?!(?:return|case|goto|else|do|throw|new|delete|sizeof|co_return|co_yield)"
+                       r"\b)[A-Za-z_]\w*|>)[\s*&]+([A-Za-z_]\w*))")  # a lookahead: `const float* x` declares x too
+
+
+_KEYWORDS = frozenset(
+    "alignas alignof asm auto bool break case catch char char16_t char32_t char8_t class const consteval constexpr "
+    "constinit const_cast continue decltype default delete do double dynamic_cast else enum explicit export extern "
+    "false float for friend goto if inline int long mutable namespace new noexcept nullptr operator private protected "
+    "public register reinterpret_cast requires return short signed sizeof static static_assert static_cast struct "
+    "switch template this thread_local throw true try typedef typeid typename union unsigned using virtual void "
+    "volatile wchar_t while __global__ __device__ __host__ __shared__ __constant__ __restrict__ __forceinline__ "
+    "__launch_bounds__ __noinline__ define undef ifdef ifndef elif endif pragma defined".split()
+)  # a header set that names none of them (a test's) must not make them suspects
+
+
+def undeclared_names(code: str, facts: HeaderFacts) -> set[str]:
+    """The names `code` (the device TU, headers not expanded) uses that its headers never name (`facts`) and that
+    no occurrence in it declares, by a lexical rule (`_DECLARED`): an undeclared identifier as models write them.
+    Only an order for the checks: a name missed or wrongly counted moves a check earlier or later, never its
+    verdict (that is nvcc's, `conclude_from_headers`)."""
+    code = re.sub(r"^[ \t]*#[ \t]*include\b.*$", "", code, flags=re.M)
+    code = _MEMBER.sub(" ", _LITERAL.sub(" 0 ", code))
+    used = set(_IDENT.findall(code)) - facts.identifiers - _KEYWORDS
+    return used - set(_DECLARED.findall(code))
 
 
 class FrontSlots:
@@ -339,7 +370,10 @@ class FrontCheck:
         `host_cap_s` (the farm's check) the host check stops there: at an assertion appended after the candidate's
         code (`_HOST_END_DECL`), or at `host_cap_s` CPU seconds (`host_cut_command`); it is then `passed` with why
         HOST_CUT where the device TU passed. The host TU is checked first (on one of `slots` at HOST_FIRST), and an
-        error certain there is the answer; else the device TU (at DEVICE_NEXT). `waited`: for slots, not `seconds`."""
+        error certain there is the answer; else the device TU (at DEVICE_NEXT). A suspect (`_suspect`: a name its
+        device TU declares nowhere) has its device TU checked before any host TU (at SUSPECT_FIRST), and a certain
+        error there is the answer: in a batch its answer does not wait behind every host TU check. `waited`: for
+        slots, not `seconds`."""
         import torch.utils.cpp_extension as cpp
 
         t0, waits = time.monotonic(), []
@@ -351,8 +385,11 @@ class FrontCheck:
             return FrontResult("skipped", why=planned, seconds=round(time.monotonic() - t0, 3))
         device_tu, plain, extra = planned
         nvcc, flags = nvcc_command(list(a["extra_cflags"] or []), extra, self.arch)
-        host, cut, on_host = self._host_job(a), False, None
-        if host is not None:
+        host, cut, on_host, device = self._host_job(a), False, None, None
+        if self._suspect(nvcc, flags, device_tu, plain):  # its device TU first: an undefined name is likely
+            with _slot(slots, SUSPECT_FIRST, waits):
+                device = self._device(nvcc, flags, device_tu, plain)
+        if host is not None and (device is None or device.status != "compile_error"):
             if host_cap_s is not None:  # the farm's check: stopped at the end of the parse
                 host = (host[0] + _HOST_END_DECL, host_cut_command(host[1], host_cap_s))
             with _slot(slots, HOST_FIRST, waits):
@@ -363,26 +400,39 @@ class FrontCheck:
         # from it (the plain build compiles these tokens against this header whatever the kernels hold; a device error
         # too only fails it more). When both compilers ran at once, an undefined identifier in the device TU stopped
         # g++ and nvcc's answer was taken: now it is g++'s, and where nvcc's was `unsure`, no build is run to fail.
-        if on_host is None or on_host.status != "compile_error":
-            with _slot(slots, DEVICE_NEXT, waits):
-                result = self._device(nvcc, flags, device_tu, plain)
+        if on_host is not None and on_host.status == "compile_error":
+            result = on_host
+        else:
+            if device is None:
+                with _slot(slots, DEVICE_NEXT, waits):
+                    device = self._device(nvcc, flags, device_tu, plain)
+            result = device
             if cut and result.status == "passed":
                 result = FrontResult("passed", why=HOST_CUT)
             elif on_host is not None and on_host.status == "unsure" and result.status == "passed":
                 result = on_host
-        else:
-            result = on_host
         result.waited = round(sum(waits), 3)
         result.seconds = round(time.monotonic() - t0 - sum(waits), 3)
         return result
 
+    def _known_facts(self, nvcc: str, flags: list[str], plain: str) -> tuple[str, tuple[str, str] | None,
+                                                                            HeaderFacts | None]:  # fmt: skip
+        """(the key of the plain `.cu`'s headers, its `split_includes`, their facts if already learnt)."""
+        parts = split_includes(plain.split("\n", 3)[3]) if self.max_headers > 0 else None
+        key = json.dumps([nvcc, flags, self.arch, parts[0] if parts else None])
+        with self._lock:
+            return key, parts, self._facts.get(key) if parts else None
+
+    def _suspect(self, nvcc: str, flags: list[str], device_tu: str, plain: str) -> bool:
+        """Whether the device TU names something neither it nor its headers declare (`undeclared_names`), judged
+        only where these headers' facts are known (a batch's first candidate of a header prefix learns them)."""
+        _, parts, facts = self._known_facts(nvcc, flags, plain)
+        return facts is not None and bool(undeclared_names(device_tu, facts))
+
     def _device(self, nvcc: str, flags: list[str], device_tu: str, plain: str) -> FrontResult:
         """The device TU's verdict: from its headers' facts where known or learnt, else the whole `.cu` preprocessed."""
         cuda_text = plain.split("\n", 3)[3]
-        parts = split_includes(cuda_text) if self.max_headers > 0 else None
-        key = json.dumps([nvcc, flags, self.arch, parts[0] if parts else None])
-        with self._lock:
-            facts = self._facts.get(key) if parts else None
+        key, parts, facts = self._known_facts(nvcc, flags, plain)
         if parts is not None and facts is not None and facts.pastes(parts[1]):
             parts = None  # a macro of these headers in this code may paste: preprocess the candidate's own `.cu`
         if parts is not None:
