@@ -96,6 +96,11 @@ def main() -> int:
     ap.add_argument("--load", type=int, default=0,
                     help="then check the compile errors again under N busy processes, at niceness 0 and at the farm's "
                          "build niceness: how much a batch's builds slow the answer, and what running them niced saves")
+    ap.add_argument("--batch", type=int, default=0, metavar="SLOTS",
+                    help="then submit all 64 at once on this many front slots (the farm's FrontSlots, header facts "
+                         "already learnt, host checks cut at --host-cap or 1 s), suspects first and not, alternated "
+                         "--repeats times: when each compile error is answered")
+    ap.add_argument("--repeats", type=int, default=2, help="--batch: runs of each order")
     args = ap.parse_args()
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", args.arch)  # torch's writer needs it for the full attempt's flags
     if cpp.CUDA_HOME is None and (os.environ.get("CUDA_HOME") or shutil.which("nvcc")):  # a CPU wheel: compile only
@@ -146,12 +151,60 @@ def main() -> int:
             assert ok == (c.kind != "compile"), (c.name, ok)
             attempts.append((s, ok))
         figures["full_attempt_median_s"] = med([s for s, _ in attempts])
+    if args.batch:
+        figures["batch"] = batch_orders(check, cases, args.batch, args.repeats, args.host_cap or 1.0)
     if args.load:
         figures["under_load"] = under_load(check, [c for c in cases if c.kind == "compile"], args.load, args.host_cap)
     print(json.dumps(figures, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps({"figures": figures, "rows": rows}, indent=1))
     return 1 if false else 0
+
+
+def batch_orders(check: FrontCheck, cases: list, slots: int, repeats: int, host_cap: float) -> dict:
+    """All `cases` checked at once on `slots` FrontSlots, as a steady pass submits them (the header facts learnt
+    above), with the suspects' device TUs first (`FrontCheck._suspect`, the farm's order) and without (every host TU
+    before any device TU), alternated: per run the compile errors' median answer (seconds from submission), the
+    device-code errors' and the host-code errors' ranges, the last verdict, and verdicts that differ."""
+    import threading
+
+    from kernelzero.judge.build.front import FrontSlots
+
+    def run(suspects: bool) -> dict:
+        if not suspects:
+            check._suspect = lambda *a: False  # an instance attribute hides the method for this run only
+        pool, t0, out = FrontSlots(slots), time.monotonic(), {}
+
+        def one(c) -> None:
+            r = check.check(c.source, host_cap, pool)
+            out[c.name] = (r.status, time.monotonic() - t0, c.flaw)
+
+        threads = [threading.Thread(target=one, args=(c,)) for c in cases]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        check.__dict__.pop("_suspect", None)
+        errors = [v for v in out.values() if v[0] == "compile_error"]
+        device = [v[1] for v in errors if v[2] in ("undeclared identifier", "undefined helper")]
+        host = [v[1] for v in errors if v[2] not in ("undeclared identifier", "undefined helper")]
+        return {"suspects_first": suspects, "concluded": len(errors), "median_s": med([v[1] for v in errors]),
+                "device_code_s": [med([min(device)]), med([max(device)])] if device else None,
+                "host_code_s": [med([min(host)]), med([max(host)])] if host else None,
+                "last_s": med([max(v[1] for v in out.values())]), "statuses": {k: v[0] for k, v in out.items()}}
+
+    runs = []
+    for _ in range(repeats):
+        for suspects in (False, True):
+            runs.append(run(suspects))
+            r = runs[-1]
+            print(f"{slots} slots, suspects first={suspects}: {r['concluded']} concluded, compile errors median "
+                  f"{r['median_s']} s (device code {r['device_code_s']}, host code {r['host_code_s']}), last "
+                  f"{r['last_s']} s", flush=True)  # fmt: skip
+    differ = sorted({k for r in runs for k, v in r["statuses"].items() if v != runs[0]["statuses"][k]})
+    for r in runs:
+        del r["statuses"]
+    return {"slots": slots, "runs": runs, "verdicts_differ": differ}
 
 
 def under_load(check: FrontCheck, cases: list, n: int, host_cap: float = 0.0) -> dict:
