@@ -161,6 +161,9 @@ def main() -> int:
     return 1 if false else 0
 
 
+DEVICE_CODE_FLAWS = ("undeclared identifier", "undefined helper")  # the mix's compile errors in device code
+
+
 def batch_orders(check: FrontCheck, cases: list, slots: int, repeats: int, host_cap: float) -> dict:
     """All `cases` checked at once on `slots` FrontSlots, as a steady pass submits them (the header facts learnt
     above), with the suspects' device TUs first (`FrontCheck._suspect`, the farm's order) and without (every host TU
@@ -186,12 +189,12 @@ def batch_orders(check: FrontCheck, cases: list, slots: int, repeats: int, host_
             t.join()
         check.__dict__.pop("_suspect", None)
         errors = [v for v in out.values() if v[0] == "compile_error"]
-        device = [v[1] for v in errors if v[2] in ("undeclared identifier", "undefined helper")]
-        host = [v[1] for v in errors if v[2] not in ("undeclared identifier", "undefined helper")]
+        device = [v[1] for v in errors if v[2] in DEVICE_CODE_FLAWS]
+        host = [v[1] for v in errors if v[2] not in DEVICE_CODE_FLAWS]
+        span = lambda xs: [round(min(xs), 2), round(max(xs), 2)] if xs else None  # noqa: E731
         return {"suspects_first": suspects, "concluded": len(errors), "median_s": med([v[1] for v in errors]),
-                "device_code_s": [med([min(device)]), med([max(device)])] if device else None,
-                "host_code_s": [med([min(host)]), med([max(host)])] if host else None,
-                "last_s": med([max(v[1] for v in out.values())]), "statuses": {k: v[0] for k, v in out.items()}}
+                "device_code_s": span(device), "host_code_s": span(host),
+                "last_s": round(max(v[1] for v in out.values()), 2), "statuses": {k: v[0] for k, v in out.items()}}
 
     runs = []
     for _ in range(repeats):
