@@ -1,10 +1,9 @@
 """How the worker times and watches a forward. Placed copies of small inputs (`timing.placed_sets`): where a
 small kernel's inputs lie moves its time, so the candidate and its reference are timed over the same fixed layouts,
 and the reported median is the mean of the copies' medians (run here on CPU tensors, through the worker's real
-`Bound`; the timing itself through a stand-in clock that reads which copy each call used); each copy's calls allocate
-from a memory pool of their own. And the hang watch around each checked forward."""
+`Bound`; the timing itself through a stand-in clock that reads which copy each call used). And the hang watch
+around each checked forward."""
 
-from contextlib import contextmanager
 from types import SimpleNamespace
 
 import pytest
@@ -99,42 +98,6 @@ def test_calls_rotate_over_the_copies_and_the_median_is_the_mean_of_theirs():
     assert [clock.copy_of(p) for p in timed] == [i // 3 % 8 for i in range(120)]  # copy by copy, every set
     assert stats["placements"] == pytest.approx([1.0 + 0.1 * p for p in range(8)])
     assert stats["events"]["median_ms"] == pytest.approx(1.35)  # not the pooled median (1.3 or 1.4)
-
-
-def test_each_copys_calls_allocate_from_a_pool_of_their_own_filled_before_the_timed_calls():
-    clock, sets = _Clock(), _sets()
-    original, active, seen = clock.empty_bytes, [], []
-
-    def empty_bytes(n, device):
-        arena = original(n, device)
-        first, stride = arena.data_ptr() + (-arena.data_ptr() % PAGE), (n - PAGE) // 8
-        clock.copy_of = lambda ptr: (ptr - first) // stride if ptr >= first else None
-        return arena
-
-    @contextmanager
-    def use_mem_pool(pool):  # the active pool, as torch.cuda.use_mem_pool routes this thread's allocations
-        active.append(pool)
-        try:
-            yield
-        finally:
-            active.pop()
-
-    def model(x, *rest):
-        clock.calls.append(x.data_ptr())
-        seen.append((clock.copy_of(x.data_ptr()), active[-1] if active else None))
-        return x
-
-    clock.empty_bytes, clock.mem_pool, clock.use_mem_pool = empty_bytes, object, use_mem_pool
-    fake_torch = SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True), no_grad=torch.no_grad)
-    cfg = {"warmup": 2, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "flush_l2": False, "launch_cover": False}
-    stats = time_model(fake_torch, clock, model, sets, cfg)
-    assert [pool for _, pool in seen[:3]] == [None] * 3  # warm-up and the estimate: the process's own memory
-    fills = seen[3:11]  # one untimed call per copy, in its pool, so no timed call is its pool's first allocation
-    assert [copy for copy, _ in fills] == list(range(8)) and len({id(pool) for _, pool in fills}) == 8
-    timed = seen[11 : 11 + 120]
-    assert [copy for copy, _ in timed] == [i // 3 % 8 for i in range(120)]
-    assert all(pool is fills[copy][1] for copy, pool in timed)
-    assert stats["events"]["median_ms"] == pytest.approx(1.35)
 
 
 @pytest.mark.parametrize("device", ["cuda", "cpu"])

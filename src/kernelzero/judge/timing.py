@@ -24,17 +24,12 @@ agreed within 0.5%; a fresh process, whose allocator places the inputs elsewhere
 small inputs (`place_max_bytes`, all input sets together) are timed from `placements` copies laid out at fixed
 phases of a 2 MB page, the calls rotating over them, and the reported median is the mean of the copies' medians:
 the candidate and its reference, in different processes, are timed over the same virtual layouts, and what depends
-on physical pages averages over eight draws instead of one. What a call allocates (an eager reference's
-intermediates, every output) lies where the caching allocator puts it, once per process: each copy's calls allocate
-from a memory pool of their own (`Bound.mem_pool`), so those draws are averaged over the copies too. Without it the
-same `(x - y).abs()` candidate's speedup over eager ranged 1.56-1.84x over six fresh judgings on an H100 while its
-own kernel held within 5%.
+on physical pages averages over eight draws instead of one.
 """
 
 from __future__ import annotations
 
 import statistics
-from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from time import sleep as _host_sleep  # bound at import, before any candidate code runs in the worker
 
@@ -140,10 +135,9 @@ def summarize(times_ms: list[float]) -> dict:
     return {"median_ms": statistics.median(ordered), "iqr_ms": iqr, "min_ms": ordered[0], "n": len(ordered)}
 
 
-def _timed_calls(bound, model, copies, n, flush, unpin, cover, checked, capture, pools=None):
+def _timed_calls(bound, model, copies, n, flush, unpin, cover, checked, capture):
     """The timed loop of `time_model`: per call the flush, the cover and the call between its events; call i uses
-    input set i % k of copy (i // k) % len(copies), and allocates from that copy's pool of `pools` (None: the
-    process's). Returns the event times (ms), each cover's GPU length (us), the
+    input set i % k of copy (i // k) % len(copies). Returns the event times (ms), each cover's GPU length (us), the
     host's time from each cover's launch to the call's return (s), and the captured outputs. An event before each
     cover gives its GPU length: a call whose host time exceeds it may have been reached by the GPU before the host
     finished enqueuing it (its events then hold host gaps)."""
@@ -161,11 +155,9 @@ def _timed_calls(bound, model, copies, n, flush, unpin, cover, checked, capture,
             marks[i].record()
             t0 = bound.perf_counter()
             bound.sleep(cover[0])
-        c = (i // k) % len(copies)
-        with bound.use_mem_pool(pools[c]) if pools else nullcontext():  # host work: before the start event
-            starts[i].record()
-            out = model(*copies[c][i % k])
-            ends[i].record()
+        starts[i].record()
+        out = model(*copies[(i // k) % len(copies)][i % k])
+        ends[i].record()
         if cover is not None:
             host_s.append(bound.perf_counter() - t0)
         if capture is not None and checked.get(i % k) == i:
@@ -267,15 +259,8 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         n = int(min(cfg.max_calls, max(cfg.min_calls, cfg.budget_s * 1e3 / est_ms)))
         placed = placed_sets(bound, input_sets, cfg.placements, cfg.place_max_bytes) if on_gpu else None
         copies = placed or [input_sets]
-        pools = None
         if placed:  # every copy's median from calls enough
             n = max(n, cfg.calls_per_placement * len(copies) * len(input_sets))
-            if getattr(bound, "mem_pool", None) is not None:  # each copy's allocations in a pool of its own, filled
-                pools = [bound.mem_pool() for _ in copies]  # by an untimed call, so no timed call waits on cudaMalloc
-                for pool, sets in zip(pools, copies):
-                    with bound.use_mem_pool(pool):
-                        model(*sets[0])
-                bound.synchronize()
         # Events: calls back to back, each behind an L2 flush and the cover. A call the host may have outrun (the
         # audit) in more than 1 in 20 has its cover doubled (at least twice the host's slowest) and the calls timed
         # once more: a cover sized while the host was quiet can fall short once builds load the CPU.
@@ -285,7 +270,7 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         retimed = False
         while True:
             event_ms, cover_us, host_s, captured = _timed_calls(bound, model, copies, n, flush, unpin, cover,
-                                                                checked, capture, pools)  # fmt: skip
+                                                                checked, capture)  # fmt: skip
             audit = _cover_audit(cover_us, host_s) if cover is not None else None
             if audit is None or audit["uncovered"] * 20 <= n or cover[1] >= cfg.cover_max_us or retimed:
                 break

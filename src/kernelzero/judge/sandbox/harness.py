@@ -151,9 +151,6 @@ class Bound:
             self.elapsed = torch.cuda.Event.elapsed_time
             self.sleep = torch.cuda._sleep  # a kernel that spins for a number of GPU cycles (timing's launch cover)
             self.empty_cache = torch.cuda.empty_cache
-            # A caching-allocator pool of its own per placed copy (timing.time_model): what a call allocates lands
-            # in memory of that copy's pool
-            self.mem_pool, self.use_mem_pool = torch.cuda.MemPool, torch.cuda.use_mem_pool
         else:  # host clocks, for the timing protocol on CPU (JudgeOptions.timing_on_cpu)
             self.event = _host_event(time.perf_counter)
             self.synchronize = lambda: None
