@@ -192,11 +192,13 @@ def test_idle_pre_spawned_workers_contexts_come_off_the_gpus_capacity(monkeypatc
         total_memory = 140 * GB
 
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: Props())
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda index: (139 * GB, 140 * GB))  # this process's context
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda index: 0)
     # the H200's 128 GB of host memory free: this machine's would leave both figures at the 4 GB floor whenever other
     # processes hold a few GB of its 24
     monkeypatch.setattr(admission, "host_memory_bytes", lambda: 128 * GB)
     judge = Judge(JudgeOptions(device="cpu", reference_device_gb=32))
     judge.device, judge.compare_device = "cuda", "cuda:0"
     cold, warm = judge.capacities(0), judge.capacities(24, warm_here=16)
-    assert cold["gpu"] == 104 * GB and warm["gpu"] == 104 * GB - 16 * WARM_GPU
+    assert cold["gpu"] == 103 * GB and warm["gpu"] == 103 * GB - 16 * WARM_GPU
     assert warm["host"] == cold["host"] - 24 * GB  # all 24 warm workers' resident sets, on the shared host

@@ -75,6 +75,17 @@ def _memory_figures(ref: Reference, on_device: bool) -> dict[str, float]:
     return memory
 
 
+def held_elsewhere(index: int) -> int:
+    """Device bytes that processes other than this one hold on GPU `index` now, as the driver counts them: a trainer's
+    model beside the judge, or a judge started while another still runs. Left out of the gate, they let workers be
+    admitted into memory that is not there: a candidate that runs out of it is rerun alone, after waiting up to 30 s
+    (`_await_free_gpu`) for free memory that the other process never gives back, and the queue waits behind it. On an
+    80 GB H100, a second judge started while the first's process still held its memory lost 60 s of a 120 s pass so.
+    This process's own CUDA context (about 0.5 GB) counts here too, on top of the judge's 4 GB share: a safe half GB."""
+    free, total = torch.cuda.mem_get_info(index)
+    return max(0, total - free - torch.cuda.memory_reserved(index))
+
+
 class MemoryPlanning:
     """Mixed into `Judge`: admission by memory and the plan of a task's trials (attributes are the Judge's)."""
 
@@ -115,16 +126,16 @@ class MemoryPlanning:
         return cap is not None and need.get(self.gpu_key, 0) + self._own_gpu(ref) >= cap
 
     def _gpu_capacity(self, warm_workers: int = 0) -> int:
-        """Device bytes this judge's workers may take: the GPU's memory less the judge's own context, comparison
-        chunks and kept references, and the CUDA contexts of `warm_workers` idle pre-spawned workers (624 MB each on
-        the H200: sixteen of them, uncounted, were the 10 GB a 7.5 GB RMSNorm's comparison ran short of), or
-        `gpu_memory_gb` when set."""
+        """Device bytes this judge's workers may take: the GPU's memory less what other processes hold there when
+        the gate is made (`held_elsewhere`), the judge's own context, comparison chunks and kept references, and the
+        CUDA contexts of `warm_workers` idle pre-spawned workers (624 MB each on the H200: sixteen of them, uncounted,
+        were the 10 GB a 7.5 GB RMSNorm's comparison ran short of), or `gpu_memory_gb` when set."""
         o = self.options
         if o.gpu_memory_gb:
             return int(o.gpu_memory_gb * GB)
         index = torch.device(self.compare_device or "cuda").index or 0
         total = torch.cuda.get_device_properties(index).total_memory
-        return int(total - (o.reference_device_gb + 4) * GB - warm_workers * WARM_GPU)
+        return int(total - held_elsewhere(index) - (o.reference_device_gb + 4) * GB - warm_workers * WARM_GPU)
 
     def _host_capacity(self, warm_workers: int) -> int:
         """Host bytes admitted workers may take: 80% of what the machine has free, less the judge's own process with
