@@ -202,3 +202,28 @@ def test_idle_pre_spawned_workers_contexts_come_off_the_gpus_capacity(monkeypatc
     cold, warm = judge.capacities(0), judge.capacities(24, warm_here=16)
     assert cold["gpu"] == 103 * GB and warm["gpu"] == 103 * GB - 16 * WARM_GPU
     assert warm["host"] == cold["host"] - 24 * GB  # all 24 warm workers' resident sets, on the shared host
+
+
+@pytest.mark.parametrize("rise_gb_per_s, returns_at_s", [(0.0, 5.1), (1.0, 20.0), (None, 0.0)])
+def test_waiting_for_free_gpu_memory_stops_once_it_stops_coming_back(monkeypatch, rise_gb_per_s, returns_at_s):
+    """A rerun alone waits for a dying worker's memory to come back (free memory rising), up to 30 s; memory that
+    another process holds never comes back, and the queue behind the rerun should not wait the 30 s for it: the wait
+    ends once free memory has not grown for 5 s. None: the GPU is free at once."""
+    from kernelzero.judge import admission
+    from kernelzero.judge.core import Judge
+    from kernelzero.judge.footprint import MemoryGate
+    from kernelzero.judge.options import JudgeOptions
+
+    clock = [0.0]
+    monkeypatch.setattr(admission.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(admission.time, "sleep", lambda s: clock.__setitem__(0, round(clock[0] + s, 6)))
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    start_gb = 70 if rise_gb_per_s is None else 50
+    free = lambda index: (int((start_gb + (rise_gb_per_s or 0) * clock[0]) * GB), 80 * GB)  # noqa: E731
+    monkeypatch.setattr(torch.cuda, "mem_get_info", free)
+    judge = Judge(JudgeOptions(device="cpu"))
+    judge.device, judge.compare_device = "cuda", "cuda:0"
+    judge.set_gate(MemoryGate({"gpu": 70 * GB, "host": 100 * GB}), "gpu")
+    seen_gb = judge._await_free_gpu()
+    assert clock[0] == pytest.approx(returns_at_s, abs=0.15)
+    assert seen_gb == pytest.approx(start_gb + (rise_gb_per_s or 0) * clock[0], abs=0.01)

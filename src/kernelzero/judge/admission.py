@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 LEASE_BYTES = GB  # a task keeping more outputs than this reserves a candidate's share with its reference
 WARM_GPU = 2 * GB // 3  # an idle pre-spawned worker's CUDA context on its GPU (624 MB measured on the H200)
+GROWTH = 64 * 2**20  # free device memory rising by more than this is a worker's memory coming back, not noise
 
 
 def _seeds(n: int) -> list[int]:
@@ -271,12 +272,14 @@ class MemoryPlanning:
                 self._ref_locks.pop(key, None)
                 total -= ref.nbytes
 
-    def _await_free_gpu(self, timeout_s: float = 30.0, less: int = 0) -> float:
+    def _await_free_gpu(self, timeout_s: float = 30.0, less: int = 0, still_s: float = 5.0) -> float:
         """Before a reference or candidate reruns with the GPU to itself: drop the idle references kept there and
         this process's cached blocks, then wait (at most `timeout_s`) until the device's free memory, as the driver
         counts it, covers the gate's whole capacity: a killed worker's memory comes back some time after the process
         is gone, and a rerun that started before that ran out of memory again (KernelBench's 7.5 GB RMSNorm right
-        after LogSoftmax). `less`: bytes of the task's own reference kept on the GPU, which stay.
+        after LogSoftmax). `less`: bytes of the task's own reference kept on the GPU, which stay. It stops early once
+        free memory has not grown for `still_s`: what is missing then is held by another process (a trainer's
+        model grown since the gate was made), and the whole queue waits behind this rerun for nothing.
         Returns the free GB it last saw."""
         gate = self.gate()
         with self._lock:
@@ -284,10 +287,15 @@ class MemoryPlanning:
         gc.collect()
         torch.cuda.empty_cache()
         index = torch.device(self.compare_device or "cuda").index or 0
-        deadline = time.monotonic() + timeout_s
+        start = time.monotonic()
+        most, grew = 0, start  # the most free memory seen, and when it last grew (by more than noise)
         while True:
-            free = torch.cuda.mem_get_info(index)[0]
-            if free >= gate.capacity[self.gpu_key] - less or time.monotonic() > deadline:
+            free, now = torch.cuda.mem_get_info(index)[0], time.monotonic()
+            if free >= gate.capacity[self.gpu_key] - less or now > start + timeout_s:
+                return free / GB
+            if free > most + GROWTH:
+                most, grew = free, now
+            elif now - grew > still_s:
                 return free / GB
             time.sleep(0.1)
 
