@@ -437,14 +437,15 @@ def test_the_coder_pass_rate_on_the_same_tasks_compares_each_tasks_first_and_las
     assert coder_same_tasks(tmp_path / "nothing") == {}
 
 
-def test_the_shipped_gpu_config_loads_and_can_start_from_the_committed_corpus():
-    """A typo in configs/study_h200.yaml would cost a device call to find: it loads into a valid StudyConfig, and its
+@pytest.mark.parametrize("name", ["study_h200.yaml", "study_h200_v3.yaml"])
+def test_the_shipped_gpu_config_loads_and_can_start_from_the_committed_corpus(name):
+    """A typo in a GPU study's config would cost a device call to find: it loads into a valid StudyConfig, and its
     corpus fields match the committed GPU-judged corpus, so `--corpus-from` takes it instead of judging again."""
     from kernelzero.loop.config import merge, read_config_file
     from kernelzero.study.weights import corpus_source
 
     root = Path(__file__).parents[2]
-    cfg = merge(StudyConfig(), read_config_file(root / "configs" / "study_h200.yaml"))
+    cfg = merge(StudyConfig(), read_config_file(root / "configs" / name))
     assert cfg.models.shape.hidden_size == 128 and cfg.coder_batch % cfg.rl_generations == 0
     with corpus_source(root / "bench" / "results" / "study_h100_d1bb4a6.tgz") as (theirs, corpus):
         assert field_mismatch(theirs, cfg) == []
