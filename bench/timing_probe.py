@@ -11,8 +11,13 @@ For each of a few small tasks of the realistic mix (64 x 256, a few microseconds
   the inputs lie (DRAM pages, L2 slices), which one process never varies;
 - `process`: 5 freshly spawned processes, each timing once (what two fresh judgings do);
 - `no_cover`, `no_flush`: the same process and inputs, without the launch cover or without the L2 flush;
+- `flush_placement`: the same process and inputs, the L2 flush buffer each time at a random offset of a block of its
+  own: where the one large buffer a timing writes lies is drawn once per process too;
+- `read_flush`, `process_read_flush`: the flush reading its buffer (`TimingConfig.flush_reads`) instead of writing
+  zeros, in this process and in each fresh one (after its `process_later` timing): no dirty lines to write back
+  while the timed call runs;
 - `graph`: the same process and inputs, the call captured once in a CUDA graph and replayed (one launch per call,
-  whatever the module launches);
+  whatever the module launches; the inputs not placed, since the graphs hold their addresses);
 - `process_later`: in each of the `process` processes, the protocol again 2 s after its first run: a process whose
   two figures agree while processes differ points at the process (its context, where its memory lies), two figures
   that differ at the clock.
@@ -49,13 +54,13 @@ def _module(op: str):
     return ns["Model"]().cuda(), ns["get_inputs"]
 
 
-def _time(op: str, model, inputs: list, **cfg) -> dict:
+def _time(op: str, model, inputs: list, torch_=None, **cfg) -> dict:
     import torch
 
     from kernelzero.judge.sandbox.harness import Bound
     from kernelzero.judge.timing import time_model
 
-    out = time_model(torch, Bound(torch), model, inputs, cfg)
+    out = time_model(torch_ or torch, Bound(torch), model, inputs, cfg)
     ev = out["events"]
     return {"median_us": round(ev["median_ms"] * 1e3, 3), "iqr_us": round(ev["iqr_ms"] * 1e3, 3),
             "cover_us": out["cover_us"], "cover_audit": out["cover_audit"], "sm_clock_mhz": _sm_clock()}  # fmt: skip
@@ -125,28 +130,53 @@ def _placements(op: str, model, inputs: list, times: int) -> list[dict]:
     return rows
 
 
+class _FlushElsewhere:
+    """torch for `time_model`, but the L2 flush buffer it allocates lies at a random 4 KB-aligned offset of a new
+    block of its own (kept alive): does where the flush buffer lies move the figure, as a fresh process does?"""
+
+    def __init__(self, torch, held: list):
+        self._torch, self._held = torch, held
+
+    def __getattr__(self, name):
+        return getattr(self._torch, name)
+
+    def empty(self, n, dtype=None, device=None):
+        import random
+
+        block = self._torch.empty(n + 2**24, dtype=dtype, device=device)  # 64 MB of float32 to slide over
+        self._held.append(block)
+        offset = random.randrange(0, 2**24, 1024)
+        return block[offset : offset + n]
+
+
 def in_process(op: str, times: int = 5) -> dict:
     model, get_inputs = _module(op)
     inputs = _fresh_inputs(get_inputs)
     _time(op, model, inputs)  # warm the process: first-call costs of every kind
+    import torch
+
+    held: list = []
     return {
         "placement": _placements(op, model, inputs, times),
+        "flush_placement": [_time(op, model, inputs, torch_=_FlushElsewhere(torch, held)) for _ in range(times)],
+        "read_flush": [_time(op, model, inputs, flush_reads=True) for _ in range(times)],
         "repeat": [_time(op, model, inputs) for _ in range(times)],
         "realloc": [_time(op, model, _fresh_inputs(get_inputs)) for _ in range(times)],
         "no_cover": [_time(op, model, inputs, launch_cover=False) for _ in range(times)],
         "no_flush": [_time(op, model, inputs, flush_l2=False) for _ in range(times)],
-        "graph": [_time(op, _graphed(model, inputs), inputs) for _ in range(times)],
+        # one copy: the graphs were captured on `inputs` themselves, not on the timing's placed copies of them
+        "graph": [_time(op, _graphed(model, inputs), inputs, placements=1) for _ in range(times)],
     }
 
 
-def one_process(op: str) -> tuple[dict, dict]:
+def one_process(op: str) -> tuple[dict, dict, dict]:
     import time
 
     model, get_inputs = _module(op)
     inputs = _fresh_inputs(get_inputs)
     first = _time(op, model, inputs)
     time.sleep(2.0)
-    return first, _time(op, model, inputs)
+    return first, _time(op, model, inputs), _time(op, model, inputs, flush_reads=True)
 
 
 def spread(rows: list[dict]) -> float:
@@ -170,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = in_process(op)
         with spawn.Pool(1, maxtasksperchild=1) as pool:  # a new process for each timing
             pairs = [pool.apply(one_process, (op,)) for _ in range(args.processes)]
-        rows["process"], rows["process_later"] = [a for a, _ in pairs], [b for _, b in pairs]
+        rows["process"], rows["process_later"] = [a for a, _, _ in pairs], [b for _, b, _ in pairs]
+        rows["process_read_flush"] = [c for *_, c in pairs]
         result[op] = rows
         print(f"{op:<8} " + "  ".join(f"{k} {spread(v):6.1%} [{', '.join(str(r['median_us']) for r in v)}]"
                                       for k, v in rows.items()), flush=True)  # fmt: skip

@@ -160,3 +160,32 @@ def test_launches_that_compile_are_counted_as_the_watch_s_excuse(monkeypatch):
     assert counter.jit_s == pytest.approx(0.05)
     Tuner().run()
     assert counter.jit_s == pytest.approx(0.10)  # not 0.15: the nested launch counted in the outer run only
+
+
+@pytest.mark.parametrize("reads", [False, True])
+def test_the_l2_flush_before_each_timed_call_writes_zeros_or_reads(reads):
+    """Before every timed call the flush buffer is written with zeros (what every figure so far was measured with) or,
+    with `flush_reads`, summed: a read leaves L2 holding clean lines, none to write back during the next call."""
+    clock, sets, log = _Clock(), _sets(), []
+
+    class Buffer:
+        def zero_(self):
+            log.append("zero")
+
+        def sum(self):
+            log.append("sum")
+
+    def model(x, *rest):
+        clock.calls.append(x.data_ptr())
+        log.append("call")
+        return x
+
+    fake_torch = SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True), no_grad=torch.no_grad,
+                                 empty=lambda *a, **k: Buffer(), float32=torch.float32)  # fmt: skip
+    cfg = {"warmup": 2, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "launch_cover": False,
+           "flush_reads": reads}  # fmt: skip
+    time_model(fake_torch, clock, model, sets, cfg)
+    timed = log[log.index("zero" if not reads else "sum") :]
+    flushes = [e for e in timed if e != "call"]
+    assert set(flushes) == {"sum" if reads else "zero"} and len(flushes) == 120  # 5 calls x 8 copies x 3 sets
+    assert timed[: 2 * 120 : 2] == flushes and timed[1 : 2 * 120 : 2] == ["call"] * 120  # one before each call

@@ -53,6 +53,10 @@ class TimingConfig:
     budget_s: float = 2.0  # aim for this much timed GPU work per module, within [min_calls, max_calls]
     flush_l2: bool = True
     l2_flush_bytes: int = 256 * 2**20  # > 2x the H200's 60 MB L2
+    flush_reads: bool = False
+    """Flush by reading the buffer (a sum: L2 left holding clean lines) instead of writing zeros into it (L2 left
+    holding dirty lines, written back to memory while the next timed call runs, in an order set by where the buffer
+    lies: one draw per process). Off: how every figure so far was measured; `bench/timing_probe.py` compares both."""
     launch_cover: bool = True  # a sleep kernel before each call's start event, outlasting the host's enqueue
     cover_min_us: float = 20.0
     cover_max_us: float = 2000.0
@@ -150,7 +154,7 @@ def _timed_calls(bound, model, copies, n, flush, unpin, cover, checked, capture)
     for i in range(n):
         if flush is not None:
             unpin()  # before the flush, every call: the module may pin its inputs again inside forward
-            flush.zero_()
+            flush()
         if cover is not None:
             marks[i].record()
             t0 = bound.perf_counter()
@@ -234,9 +238,10 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
     """
     cfg = cfg if isinstance(cfg, TimingConfig) else TimingConfig(**cfg)
     on_gpu = torch.cuda.is_available()  # else host clocks (JudgeOptions.timing_on_cpu): no cache to flush
-    flush = None
+    flush = None  # evicts the inputs from L2 before each timed call
     if cfg.flush_l2 and on_gpu:
-        flush = torch.empty(cfg.l2_flush_bytes // 4, dtype=torch.float32, device="cuda")
+        buffer = torch.empty(cfg.l2_flush_bytes // 4, dtype=torch.float32, device="cuda")
+        flush = buffer.sum if cfg.flush_reads else buffer.zero_
     unpin = PersistingL2() if flush is not None else None
     with torch.no_grad():
         enqueue_s = []  # the host's time to enqueue one call (no sync inside): what the cover must outlast
