@@ -150,12 +150,12 @@ class _FlushElsewhere:
 
 
 def in_process(op: str, times: int = 5) -> dict:
+    import torch
+
     model, get_inputs = _module(op)
     inputs = _fresh_inputs(get_inputs)
     _time(op, model, inputs)  # warm the process: first-call costs of every kind
-    import torch
-
-    held: list = []
+    held: list = []  # the flush blocks of `flush_placement`, alive to the end: each timing's buffer lies elsewhere
     return {
         "placement": _placements(op, model, inputs, times),
         "flush_placement": [_time(op, model, inputs, torch_=_FlushElsewhere(torch, held)) for _ in range(times)],
@@ -199,9 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     for op in OPS:
         rows = in_process(op)
         with spawn.Pool(1, maxtasksperchild=1) as pool:  # a new process for each timing
-            pairs = [pool.apply(one_process, (op,)) for _ in range(args.processes)]
-        rows["process"], rows["process_later"] = [a for a, _, _ in pairs], [b for _, b, _ in pairs]
-        rows["process_read_flush"] = [c for *_, c in pairs]
+            timings = [pool.apply(one_process, (op,)) for _ in range(args.processes)]
+        rows["process"], rows["process_later"], rows["process_read_flush"] = map(list, zip(*timings))
         result[op] = rows
         print(f"{op:<8} " + "  ".join(f"{k} {spread(v):6.1%} [{', '.join(str(r['median_us']) for r in v)}]"
                                       for k, v in rows.items()), flush=True)  # fmt: skip
