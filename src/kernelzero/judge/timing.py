@@ -5,13 +5,14 @@ two figures of a speedup are measured the same way. Each call is bracketed by a 
 wall time is recorded beside its event time: work hidden on a side stream escapes the events but not the wall
 clock, which is what the `side_stream` guard compares. Events are the reported figure.
 
-Host launch latency is hidden behind GPU work queued before each call's start event: the L2 flush, as in
-`triton.testing.do_bench`, and then a sleep kernel sized to outlast the host's enqueue of one call (three times the
-slowest enqueue seen in the warm-up, 20 us to 2 ms), the launch cover. Without it a kernel of a few microseconds was
-timed as the host's Python and launcher time whenever the flush ended first: the same candidate measured 19.7 us then
-6.5 us in two fresh judgings on an H200 while the eager reference (C++ dispatch, shorter enqueue) held at 10.5 us, and
-builds running on the same CPU moved it further. With the cover, each call's events span its own GPU work whatever the
-host's load; a call that synchronizes with the host inside itself still shows its gaps (the cover ends before them).
+Host launch latency is hidden behind GPU work queued before each call's start event: the L2 flush (a read of a buffer
+larger than L2; `triton.testing.do_bench` writes one), and then a sleep kernel sized to outlast the host's enqueue of
+one call (three times the slowest enqueue seen in the warm-up, 20 us to 2 ms), the launch cover. Without it a kernel of
+a few microseconds was timed as the host's Python and launcher time whenever the flush ended first: the same candidate
+measured 19.7 us then 6.5 us in two fresh judgings on an H200 while the eager reference (C++ dispatch, shorter enqueue)
+held at 10.5 us, and builds running on the same CPU moved it further. With the cover, each call's events span its own
+GPU work whatever the host's load; a call that synchronizes with the host inside itself still shows its gaps (the cover
+ends before them).
 
 Each cover is audited (an event before it gives its GPU length, set against the host's time from its launch to the
 call's return): where the host may have outrun more than 1 in 20 covers, as when builds load the CPU after the
@@ -53,10 +54,11 @@ class TimingConfig:
     budget_s: float = 2.0  # aim for this much timed GPU work per module, within [min_calls, max_calls]
     flush_l2: bool = True
     l2_flush_bytes: int = 256 * 2**20  # > 2x the H200's 60 MB L2
-    flush_reads: bool = False
+    flush_reads: bool = True
     """Flush by reading the buffer (a sum: L2 left holding clean lines) instead of writing zeros into it (L2 left
     holding dirty lines, written back to memory while the next timed call runs, in an order set by where the buffer
-    lies: one draw per process). Off: how every figure so far was measured; `bench/timing_probe.py` compares both."""
+    lies: one draw per process, the suspect when a launch-bound reference moved 12% between fresh judgings). Off:
+    zeros, as `triton.testing.do_bench` flushes; `bench/timing_probe.py` compares both."""
     launch_cover: bool = True  # a sleep kernel before each call's start event, outlasting the host's enqueue
     cover_min_us: float = 20.0
     cover_max_us: float = 2000.0
