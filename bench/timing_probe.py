@@ -8,14 +8,20 @@ For each of a few small tasks of the realistic mix (64 x 256, a few microseconds
   caching allocator hands back the same blocks (the same physical memory);
 - `placement`: the same process, the same input values copied each of 5 times into a fresh 64 MB block (its own
   cudaMalloc, kept alive) at a random 4 KB-aligned offset: a spread here as large as `process`'s points at where
-  the inputs lie (DRAM pages, L2 slices), which one process never varies;
+  the inputs lie (DRAM pages, L2 slices), which one process never varies. The protocol copies small inputs into its
+  own arena anyway, so this moves the process's other allocations, not the timed inputs: on an H100 (6fa72e6) the
+  five figures alternated 7.4, 6.5, 7.4, 6.5, 7.4 us while `repeat` held at 7.4 within 0.8%;
 - `process`: 5 freshly spawned processes, each timing once (what two fresh judgings do);
 - `no_cover`, `no_flush`: the same process and inputs, without the launch cover or without the L2 flush;
 - `flush_placement`: the same process and inputs, the L2 flush buffer each time at a random offset of a block of its
   own: where the one large buffer a timing writes lies is drawn once per process too;
-- `read_flush`, `process_read_flush`: the flush reading its buffer (`TimingConfig.flush_reads`) instead of writing
-  zeros, in this process and in each fresh one (after its `process_later` timing): no dirty lines to write back
-  while the timed call runs;
+- `zero_flush`, `process_zero_flush`: the flush writing zeros into its buffer (`TimingConfig.flush_reads` off, as
+  every figure before 6fa72e6) instead of reading it, in this process and in each fresh one (after its
+  `process_later` timing);
+- `long_cover`, `process_short_cover`: the launch cover held at 250 us or more in this process, and at 50 us or less
+  in each fresh one. A warm process sizes its cover from fast enqueues (about 50 us on an H100), a fresh one from its
+  slow first calls (200-250 us), and on an H100 (6fa72e6) the eager `(x - y).abs()` took 7.4 us in this process and
+  6.1-6.5 us in every fresh one: if the cover's length is the cause, these two swap the figures;
 - `graph`: the same process and inputs, the call captured once in a CUDA graph and replayed (one launch per call,
   whatever the module launches; the inputs not placed, since the graphs hold their addresses);
 - `process_later`: in each of the `process` processes, the protocol again 2 s after its first run: a process whose
@@ -63,7 +69,8 @@ def _time(op: str, model, inputs: list, torch_=None, **cfg) -> dict:
     out = time_model(torch_ or torch, Bound(torch), model, inputs, cfg)
     ev = out["events"]
     return {"median_us": round(ev["median_ms"] * 1e3, 3), "iqr_us": round(ev["iqr_ms"] * 1e3, 3),
-            "cover_us": out["cover_us"], "cover_audit": out["cover_audit"], "sm_clock_mhz": _sm_clock()}  # fmt: skip
+            "copies_us": [round(m * 1e3, 3) for m in out["placements"] or []], "cover_us": out["cover_us"],
+            "cover_audit": out["cover_audit"], "sm_clock_mhz": _sm_clock()}  # fmt: skip
 
 
 def _sm_clock() -> int | None:
@@ -121,7 +128,7 @@ def _placements(op: str, model, inputs: list, times: int) -> list[dict]:
         for args in inputs:
             placed = []
             for x in args:
-                view = block[offset:offset + x.numel()].view(x.shape)
+                view = block[offset : offset + x.numel()].view(x.shape)
                 view.copy_(x)
                 placed.append(view)
                 offset += (x.numel() + 1023) // 1024 * 1024
@@ -159,7 +166,8 @@ def in_process(op: str, times: int = 5) -> dict:
     return {
         "placement": _placements(op, model, inputs, times),
         "flush_placement": [_time(op, model, inputs, torch_=_FlushElsewhere(torch, held)) for _ in range(times)],
-        "read_flush": [_time(op, model, inputs, flush_reads=True) for _ in range(times)],
+        "zero_flush": [_time(op, model, inputs, flush_reads=False) for _ in range(times)],
+        "long_cover": [_time(op, model, inputs, cover_min_us=250.0) for _ in range(times)],
         "repeat": [_time(op, model, inputs) for _ in range(times)],
         "realloc": [_time(op, model, _fresh_inputs(get_inputs)) for _ in range(times)],
         "no_cover": [_time(op, model, inputs, launch_cover=False) for _ in range(times)],
@@ -169,14 +177,19 @@ def in_process(op: str, times: int = 5) -> dict:
     }
 
 
-def one_process(op: str) -> tuple[dict, dict, dict]:
+def one_process(op: str) -> tuple[dict, dict, dict, dict]:
     import time
 
     model, get_inputs = _module(op)
     inputs = _fresh_inputs(get_inputs)
     first = _time(op, model, inputs)
     time.sleep(2.0)
-    return first, _time(op, model, inputs), _time(op, model, inputs, flush_reads=True)
+    return (
+        first,
+        _time(op, model, inputs),
+        _time(op, model, inputs, flush_reads=False),
+        _time(op, model, inputs, cover_max_us=50.0),
+    )
 
 
 def spread(rows: list[dict]) -> float:
@@ -200,7 +213,9 @@ def main(argv: list[str] | None = None) -> int:
         rows = in_process(op)
         with spawn.Pool(1, maxtasksperchild=1) as pool:  # a new process for each timing
             timings = [pool.apply(one_process, (op,)) for _ in range(args.processes)]
-        rows["process"], rows["process_later"], rows["process_read_flush"] = map(list, zip(*timings))
+        rows["process"], rows["process_later"], rows["process_zero_flush"], rows["process_short_cover"] = map(
+            list, zip(*timings)
+        )
         result[op] = rows
         print(f"{op:<8} " + "  ".join(f"{k} {spread(v):6.1%} [{', '.join(str(r['median_us']) for r in v)}]"
                                       for k, v in rows.items()), flush=True)  # fmt: skip

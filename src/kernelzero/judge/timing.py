@@ -57,8 +57,10 @@ class TimingConfig:
     flush_reads: bool = True
     """Flush by reading the buffer (a sum: L2 left holding clean lines) instead of writing zeros into it (L2 left
     holding dirty lines, written back to memory while the next timed call runs, in an order set by where the buffer
-    lies: one draw per process, the suspect when a launch-bound reference moved 12% between fresh judgings). Off:
-    zeros, as `triton.testing.do_bench` flushes; `bench/timing_probe.py` compares both."""
+    lies). Off: zeros, as `triton.testing.do_bench` flushes. On since 6fa72e6, where an H100 judged as before with it
+    (15 of 16 timings within bound, kernels of 50 us or more within 1.5%): it did not remove the per-process mode of
+    a two-kernel eager reference it was suspected of (7.27 against 6.32-6.63 us), but leaves no write-back inside a
+    timed call; `bench/timing_probe.py` compares both."""
     launch_cover: bool = True  # a sleep kernel before each call's start event, outlasting the host's enqueue
     cover_min_us: float = 20.0
     cover_max_us: float = 2000.0
