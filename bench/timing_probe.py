@@ -22,6 +22,11 @@ For each of a few small tasks of the realistic mix (64 x 256, a few microseconds
   in each fresh one. A warm process sizes its cover from fast enqueues (about 50 us on an H100), a fresh one from its
   slow first calls (200-250 us), and on an H100 (6fa72e6) the eager `(x - y).abs()` took 7.4 us in this process and
   6.1-6.5 us in every fresh one: if the cover's length is the cause, these two swap the figures;
+- `temp_placement`, `out_placement` (absdiff only): the same process and inputs, `(x - y).abs()` computed with its
+  intermediate `x - y` (or its result) written into a buffer at a random 4 KB-aligned offset of a new block of its
+  own, once per timing. Within one timing the caching allocator hands the intermediate the same block every call
+  (it is freed before the next call needs one), while the placed inputs rotate over 8 copies: a spread here as
+  large as `process`'s points at where the intermediate lies, the one address no placement of inputs varies;
 - `graph`: the same process and inputs, the call captured once in a CUDA graph and replayed (one launch per call,
   whatever the module launches; the inputs not placed, since the graphs hold their addresses);
 - `process_later`: in each of the `process` processes, the protocol again 2 s after its first run: a process whose
@@ -156,14 +161,36 @@ class _FlushElsewhere:
         return block[offset : offset + n]
 
 
+class _Placed:
+    """`(x - y).abs()` with the intermediate (`temp`) or the result (`out`) written into a view at a random 4 KB-aligned
+    offset of a new 64 MB block (kept alive in `held`): the same two kernels as the eager module, one address moved."""
+
+    def __init__(self, which: str, shape, held: list):
+        import random
+
+        import torch
+
+        block = torch.empty(2**24, dtype=torch.float32, device="cuda")
+        held.append(block)
+        offset, n = random.randrange(0, 2**24 - 2**20, 1024), shape.numel()
+        self.which, self.buf = which, block[offset : offset + n].view(shape)
+
+    def __call__(self, x, y):
+        import torch
+
+        if self.which == "temp":
+            return torch.sub(x, y, out=self.buf).abs()
+        return torch.abs(x - y, out=self.buf)
+
+
 def in_process(op: str, times: int = 5) -> dict:
     import torch
 
     model, get_inputs = _module(op)
     inputs = _fresh_inputs(get_inputs)
     _time(op, model, inputs)  # warm the process: first-call costs of every kind
-    held: list = []  # the flush blocks of `flush_placement`, alive to the end: each timing's buffer lies elsewhere
-    return {
+    held: list = []  # the blocks of `flush_placement` and `*_placement`, alive to the end: each timing's lies elsewhere
+    rows = {
         "placement": _placements(op, model, inputs, times),
         "flush_placement": [_time(op, model, inputs, torch_=_FlushElsewhere(torch, held)) for _ in range(times)],
         "zero_flush": [_time(op, model, inputs, flush_reads=False) for _ in range(times)],
@@ -175,6 +202,11 @@ def in_process(op: str, times: int = 5) -> dict:
         # one copy: the graphs were captured on `inputs` themselves, not on the timing's placed copies of them
         "graph": [_time(op, _graphed(model, inputs), inputs, placements=1) for _ in range(times)],
     }
+    if op == "absdiff":
+        shape = inputs[0][0].shape
+        for which in ("temp", "out"):
+            rows[f"{which}_placement"] = [_time(op, _Placed(which, shape, held), inputs) for _ in range(times)]
+    return rows
 
 
 def one_process(op: str) -> tuple[dict, dict, dict, dict]:
