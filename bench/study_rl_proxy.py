@@ -155,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kl-beta", type=float, default=0.0,
                     help="TRL's beta: the KL penalty to the SFT weights (0, the default: no reference model); keeps a "
                     "sharp SFT policy from drifting on the few groups that carry a signal")  # fmt: skip
+    ap.add_argument("--temperature", type=float, default=1.0,
+                    help="the rollouts' sampling temperature (the evaluation stays at 1): above 1, a nearly "
+                    "deterministic SFT policy's groups differ more, so more of them carry a reward spread")  # fmt: skip
     args = ap.parse_args(argv)
     out = Path(args.out)
     corpus = copy_corpus(args.corpus, out, args.train_tasks, args.corpus_triples)
@@ -203,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         key += f",{args.scheduler}" if args.scheduler != "linear" else ""
         key += f",apis={args.rl_apis}" if args.rl_apis else ""
         key += f",kl={args.kl_beta:g}" if args.kl_beta else ""
+        key += f",t={args.temperature:g}" if args.temperature != 1.0 else ""
         key += f",seed={rl_seed}" if args.rl_seeds else ""
         if key in record["runs"]:
             continue
@@ -217,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                               log_completions=False, seed=rl_seed, num_generations=args.generations,
                               max_completion_length=512, learning_rate=lr, max_steps=args.steps * args.mu,
                               per_device_train_batch_size=args.batch, gate=GateConfig(alpha=0.5, beta=0.1),
-                              kl_beta=args.kl_beta,
+                              kl_beta=args.kl_beta, temperature=args.temperature,
                               grpo_overrides={"num_iterations": args.mu, "warmup_steps": 2 * args.mu,
                                               "lr_scheduler_type": args.scheduler})  # fmt: skip
         t0 = time.monotonic()
