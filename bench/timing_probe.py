@@ -142,6 +142,17 @@ def _placements(op: str, model, inputs: list, times: int) -> list[dict]:
     return rows
 
 
+def _elsewhere(torch, n: int, held: list, dtype=None, device="cuda"):
+    """`n` elements at a random 4 KB-aligned offset (of float32) of a new block of their own, 64 MB larger than they
+    need to slide over; the block is kept alive in `held`, so the next one lies elsewhere."""
+    import random
+
+    block = torch.empty(n + 2**24, dtype=dtype or torch.float32, device=device)
+    held.append(block)
+    offset = random.randrange(0, 2**24, 1024)
+    return block[offset : offset + n]
+
+
 class _FlushElsewhere:
     """torch for `time_model`, but the L2 flush buffer it allocates lies at a random 4 KB-aligned offset of a new
     block of its own (kept alive): does where the flush buffer lies move the figure, as a fresh process does?"""
@@ -153,27 +164,17 @@ class _FlushElsewhere:
         return getattr(self._torch, name)
 
     def empty(self, n, dtype=None, device=None):
-        import random
-
-        block = self._torch.empty(n + 2**24, dtype=dtype, device=device)  # 64 MB of float32 to slide over
-        self._held.append(block)
-        offset = random.randrange(0, 2**24, 1024)
-        return block[offset : offset + n]
+        return _elsewhere(self._torch, n, self._held, dtype, device)
 
 
 class _Placed:
     """`(x - y).abs()` with the intermediate (`temp`) or the result (`out`) written into a view at a random 4 KB-aligned
-    offset of a new 64 MB block (kept alive in `held`): the same two kernels as the eager module, one address moved."""
+    offset of a new block (`_elsewhere`): the same two kernels as the eager module, one address moved."""
 
     def __init__(self, which: str, shape, held: list):
-        import random
-
         import torch
 
-        block = torch.empty(2**24, dtype=torch.float32, device="cuda")
-        held.append(block)
-        offset, n = random.randrange(0, 2**24 - 2**20, 1024), shape.numel()
-        self.which, self.buf = which, block[offset : offset + n].view(shape)
+        self.which, self.buf = which, _elsewhere(torch, shape.numel(), held).view(shape)
 
     def __call__(self, x, y):
         import torch

@@ -164,8 +164,8 @@ def test_launches_that_compile_are_counted_as_the_watch_s_excuse(monkeypatch):
 
 @pytest.mark.parametrize("reads", [False, True])
 def test_the_l2_flush_before_each_timed_call_writes_zeros_or_reads(reads):
-    """Before every timed call the flush buffer is written with zeros (what every figure so far was measured with) or,
-    with `flush_reads`, summed: a read leaves L2 holding clean lines, none to write back during the next call."""
+    """Before every timed call the flush buffer is summed (`flush_reads`, the default: a read leaves L2 holding clean
+    lines, none to write back during the next call) or written with zeros (every figure before 6fa72e6)."""
     clock, sets, log = _Clock(), _sets(), []
 
     class Buffer:
