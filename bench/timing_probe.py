@@ -27,6 +27,9 @@ For each of a few small tasks of the realistic mix (64 x 256, a few microseconds
   own, once per timing. Within one timing the caching allocator hands the intermediate the same block every call
   (it is freed before the next call needs one), while the placed inputs rotate over 8 copies: a spread here as
   large as `process`'s points at where the intermediate lies, the one address no placement of inputs varies;
+- `no_pool`, `process_no_pool`: the timing without a private memory pool of its own (`TimingConfig.own_pool` off,
+  as every figure before it): the placed copies and the module's intermediates and outputs from the process's pool,
+  where they lie as the process's history left it, in this process and in each fresh one (after `process_later`);
 - `graph`: the same process and inputs, the call captured once in a CUDA graph and replayed (one launch per call,
   whatever the module launches; the inputs not placed, since the graphs hold their addresses);
 - `process_later`: in each of the `process` processes, the protocol again 2 s after its first run: a process whose
@@ -200,6 +203,7 @@ def in_process(op: str, times: int = 5) -> dict:
         "realloc": [_time(op, model, _fresh_inputs(get_inputs)) for _ in range(times)],
         "no_cover": [_time(op, model, inputs, launch_cover=False) for _ in range(times)],
         "no_flush": [_time(op, model, inputs, flush_l2=False) for _ in range(times)],
+        "no_pool": [_time(op, model, inputs, own_pool=False) for _ in range(times)],
         # one copy: the graphs were captured on `inputs` themselves, not on the timing's placed copies of them
         "graph": [_time(op, _graphed(model, inputs), inputs, placements=1) for _ in range(times)],
     }
@@ -210,7 +214,7 @@ def in_process(op: str, times: int = 5) -> dict:
     return rows
 
 
-def one_process(op: str) -> tuple[dict, dict, dict, dict]:
+def one_process(op: str) -> tuple[dict, ...]:
     import time
 
     model, get_inputs = _module(op)
@@ -222,6 +226,7 @@ def one_process(op: str) -> tuple[dict, dict, dict, dict]:
         _time(op, model, inputs),
         _time(op, model, inputs, flush_reads=False),
         _time(op, model, inputs, cover_max_us=50.0),
+        _time(op, model, inputs, own_pool=False),
     )
 
 
@@ -246,9 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = in_process(op)
         with spawn.Pool(1, maxtasksperchild=1) as pool:  # a new process for each timing
             timings = [pool.apply(one_process, (op,)) for _ in range(args.processes)]
-        rows["process"], rows["process_later"], rows["process_zero_flush"], rows["process_short_cover"] = map(
-            list, zip(*timings)
-        )
+        names = ("process", "process_later", "process_zero_flush", "process_short_cover", "process_no_pool")
+        rows.update(zip(names, map(list, zip(*timings))))
         result[op] = rows
         print(f"{op:<8} " + "  ".join(f"{k} {spread(v):6.1%} [{', '.join(str(r['median_us']) for r in v)}]"
                                       for k, v in rows.items()), flush=True)  # fmt: skip
