@@ -58,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 OPS = ("absdiff", "mul", "softmax", "sigmoid")
 SETS = 3  # input sets rotated, as the judge's timing_sets
+SPREAD = 66 * 2**20  # `spread`: the placed copies 66 MB apart (the whole arena over half a GB)
 
 
 def _module(op: str):
@@ -204,6 +205,7 @@ def in_process(op: str, times: int = 5) -> dict:
         "no_cover": [_time(op, model, inputs, launch_cover=False) for _ in range(times)],
         "no_flush": [_time(op, model, inputs, flush_l2=False) for _ in range(times)],
         "no_pool": [_time(op, model, inputs, own_pool=False) for _ in range(times)],
+        "spread": [_time(op, model, inputs, place_stride=SPREAD) for _ in range(times)],
         # one copy: the graphs were captured on `inputs` themselves, not on the timing's placed copies of them
         "graph": [_time(op, _graphed(model, inputs), inputs, placements=1) for _ in range(times)],
     }
@@ -227,6 +229,7 @@ def one_process(op: str) -> tuple[dict, ...]:
         _time(op, model, inputs, flush_reads=False),
         _time(op, model, inputs, cover_max_us=50.0),
         _time(op, model, inputs, own_pool=False),
+        _time(op, model, inputs, place_stride=SPREAD),
     )
 
 
@@ -238,6 +241,7 @@ def spread(rows: list[dict]) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--processes", type=int, default=5, help="fresh processes per task (default 5)")
+    ap.add_argument("--ops", nargs="+", choices=OPS, default=list(OPS), help="the tasks to probe (default all)")
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = ap.parse_args(argv)
     import torch
@@ -247,11 +251,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     result = {}
     spawn = multiprocessing.get_context("spawn")
-    for op in OPS:
+    for op in args.ops:
         rows = in_process(op)
         with spawn.Pool(1, maxtasksperchild=1) as pool:  # a new process for each timing
             timings = [pool.apply(one_process, (op,)) for _ in range(args.processes)]
-        names = ("process", "process_later", "process_zero_flush", "process_short_cover", "process_no_pool")
+        names = ("process", "process_later", "process_zero_flush", "process_short_cover", "process_no_pool",
+                 "process_spread")
         rows.update(zip(names, map(list, zip(*timings))))
         result[op] = rows
         print(f"{op:<8} " + "  ".join(f"{k} {spread(v):6.1%} [{', '.join(str(r['median_us']) for r in v)}]"

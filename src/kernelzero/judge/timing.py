@@ -70,6 +70,7 @@ class TimingConfig:
     cover_max_us: float = 2000.0
     placements: int = 8  # copies of small inputs, at fixed phases of a 2 MB page, the timed calls rotate over
     place_max_bytes: int = 16 * 2**20  # inputs larger than this (all sets together) are timed where they lie
+    place_stride: int = 0  # bytes from one placed copy's page to the next's (0: the least, a page past its span)
     own_pool: bool = True
     """The placed copies and all the timed calls allocate (the module's intermediates and outputs) from a private
     pool made for the timing (`own_pool`): new memory, laid out the same whatever the process did before. Only where
@@ -101,7 +102,7 @@ def placeable(bound, input_sets: list[list], count: int, max_bytes: int) -> int 
     return span if span <= max_bytes else None
 
 
-def placed_sets(bound, input_sets: list[list], count: int, max_bytes: int) -> list[list[list]] | None:
+def placed_sets(bound, input_sets: list[list], count: int, max_bytes: int, stride: int = 0) -> list[list[list]] | None:
     """`count` copies of `input_sets`, each copy's tensors laid out back to back (ALIGN-aligned) from a fixed phase of
     a PAGE-sized page of one new block: copy p starts p/count of a page past a page boundary, so where the copies lie
     does not depend on what the process allocated before. None where placing does not apply (`placeable`)."""
@@ -109,7 +110,7 @@ def placed_sets(bound, input_sets: list[list], count: int, max_bytes: int) -> li
     if span is None:
         return None
     tensors = [x for args in input_sets for x in args if isinstance(x, bound.tensor_type)]
-    stride = _up(span, PAGE) + PAGE  # each copy in pages of its own
+    stride = max(_up(span, PAGE) + PAGE, _up(stride, PAGE))  # each copy in pages of its own
     arena = bound.empty_bytes(count * stride + PAGE, tensors[0].device)
     base = -arena.data_ptr() % PAGE  # the arena's first page boundary
     copies = []
@@ -304,7 +305,7 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         n = int(min(cfg.max_calls, max(cfg.min_calls, cfg.budget_s * 1e3 / est_ms)))
         place = on_gpu and placeable(bound, input_sets, cfg.placements, cfg.place_max_bytes) is not None
         with own_pool(bound) if place and cfg.own_pool else contextlib.nullcontext():
-            placed = placed_sets(bound, input_sets, cfg.placements, cfg.place_max_bytes) if place else None
+            placed = placed_sets(bound, input_sets, cfg.placements, cfg.place_max_bytes, cfg.place_stride) if place else None
             copies = placed or [input_sets]
             if placed:  # every copy's median from calls enough
                 n = max(n, cfg.calls_per_placement * len(copies) * len(input_sets))
