@@ -279,11 +279,7 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
     """
     cfg = cfg if isinstance(cfg, TimingConfig) else TimingConfig(**cfg)
     on_gpu = torch.cuda.is_available()  # else host clocks (JudgeOptions.timing_on_cpu): no cache to flush
-    flush = None  # evicts the inputs from L2 before each timed call
-    if cfg.flush_l2 and on_gpu:
-        buffer = torch.empty(cfg.l2_flush_bytes // 4, dtype=torch.float32, device="cuda")
-        flush = buffer.sum if cfg.flush_reads else buffer.zero_
-    unpin = PersistingL2() if flush is not None else None
+    unpin = PersistingL2() if cfg.flush_l2 and on_gpu else None
     with torch.no_grad():
         enqueue_s = []  # the host's time to enqueue one call (no sync inside): what the cover must outlast
         for i in range(cfg.warmup):
@@ -305,7 +301,12 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         n = int(min(cfg.max_calls, max(cfg.min_calls, cfg.budget_s * 1e3 / est_ms)))
         place = on_gpu and placeable(bound, input_sets, cfg.placements, cfg.place_max_bytes) is not None
         with own_pool(bound) if place and cfg.own_pool else contextlib.nullcontext():
-            placed = placed_sets(bound, input_sets, cfg.placements, cfg.place_max_bytes, cfg.place_stride) if place else None
+            flush = None  # evicts the inputs from L2 before each timed call; in the timing's pool, beside its copies
+            if unpin is not None:
+                buffer = torch.empty(cfg.l2_flush_bytes // 4, dtype=torch.float32, device="cuda")
+                flush = buffer.sum if cfg.flush_reads else buffer.zero_
+            stride = cfg.place_stride
+            placed = placed_sets(bound, input_sets, cfg.placements, cfg.place_max_bytes, stride) if place else None
             copies = placed or [input_sets]
             if placed:  # every copy's median from calls enough
                 n = max(n, cfg.calls_per_placement * len(copies) * len(input_sets))
