@@ -25,15 +25,11 @@ agreed within 0.5%; a fresh process, whose allocator places the inputs elsewhere
 small inputs (`place_max_bytes`, all input sets together) are timed from `placements` copies laid out at fixed
 phases of a 2 MB page, the calls rotating over them, and the reported median is the mean of the copies' medians:
 the candidate and its reference, in different processes, are timed over the same virtual layouts, and what depends
-on physical pages averages over eight draws instead of one. The copies and everything the timed calls allocate (a
-two-kernel module's intermediate, its output) come from a private memory pool made for the timing (`own_pool`): on
-an H100 the eager `(x - y).abs()` took 7.4 us in one long-lived process and 6.1-6.5 us in each of five fresh ones,
-its intermediate lying wherever that process's history had left a free block.
+on physical pages averages over eight draws instead of one.
 """
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 from dataclasses import asdict, dataclass
 from time import sleep as _host_sleep  # bound at import, before any candidate code runs in the worker
@@ -70,12 +66,6 @@ class TimingConfig:
     cover_max_us: float = 2000.0
     placements: int = 8  # copies of small inputs, at fixed phases of a 2 MB page, the timed calls rotate over
     place_max_bytes: int = 16 * 2**20  # inputs larger than this (all sets together) are timed where they lie
-    place_stride: int = 0  # bytes from one placed copy's page to the next's (0: the least, a page past its span)
-    own_pool: bool = True
-    """The placed copies and all the timed calls allocate (the module's intermediates and outputs) from a private
-    pool made for the timing (`own_pool`): new memory, laid out the same whatever the process did before. Only where
-    the inputs are placed: a large task's outputs would be held twice (the process's pool from the warm-up, then
-    this one)."""
     calls_per_placement: int = 5  # at least this many timed calls per copy
 
 
@@ -87,10 +77,11 @@ def _up(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
-def placeable(bound, input_sets: list[list], count: int, max_bytes: int) -> int | None:
-    """The bytes one placed copy of `input_sets` spans (`placed_sets`), or None where placing does not apply: fewer
-    than two copies, no tensor, a tensor that is not contiguous or needs grad, tensors on two devices, or more than
-    `max_bytes`."""
+def placed_sets(bound, input_sets: list[list], count: int, max_bytes: int) -> list[list[list]] | None:
+    """`count` copies of `input_sets`, each copy's tensors laid out back to back (ALIGN-aligned) from a fixed phase of
+    a PAGE-sized page of one new block: copy p starts p/count of a page past a page boundary, so where the copies lie
+    does not depend on what the process allocated before. None where placing does not apply: fewer than two copies,
+    no tensor, a tensor that is not contiguous or needs grad, tensors on two devices, or more than `max_bytes`."""
     if count < 2:
         return None
     tensors = [x for args in input_sets for x in args if isinstance(x, bound.tensor_type)]
@@ -99,18 +90,9 @@ def placeable(bound, input_sets: list[list], count: int, max_bytes: int) -> int 
     if any(x.requires_grad or not x.is_contiguous() for x in tensors):
         return None
     span = sum(_up(x.numel() * x.element_size(), ALIGN) for x in tensors)
-    return span if span <= max_bytes else None
-
-
-def placed_sets(bound, input_sets: list[list], count: int, max_bytes: int, stride: int = 0) -> list[list[list]] | None:
-    """`count` copies of `input_sets`, each copy's tensors laid out back to back (ALIGN-aligned) from a fixed phase of
-    a PAGE-sized page of one new block: copy p starts p/count of a page past a page boundary, so where the copies lie
-    does not depend on what the process allocated before. None where placing does not apply (`placeable`)."""
-    span = placeable(bound, input_sets, count, max_bytes)
-    if span is None:
+    if span > max_bytes:
         return None
-    tensors = [x for args in input_sets for x in args if isinstance(x, bound.tensor_type)]
-    stride = max(_up(span, PAGE) + PAGE, _up(stride, PAGE))  # each copy in pages of its own
+    stride = _up(span, PAGE) + PAGE  # each copy in pages of its own
     arena = bound.empty_bytes(count * stride + PAGE, tensors[0].device)
     base = -arena.data_ptr() % PAGE  # the arena's first page boundary
     copies = []
@@ -148,25 +130,6 @@ def launch_cover_cycles(bound, enqueue_s: list[float], cfg: TimingConfig) -> tup
         best_ms = min(best_ms, bound.elapsed(start, end))
     cycles_per_us = probe / max(best_ms * 1e3, 1e-3)
     return int(cover_us * cycles_per_us), cover_us
-
-
-@contextlib.contextmanager
-def own_pool(bound):
-    """This thread's CUDA allocations, inside, from a new private pool of the caching allocator (`torch.cuda.MemPool`,
-    driven as `torch.cuda.use_mem_pool` does, through functions `Bound` took before candidate code ran): new segments,
-    released once the pool and the last of its tensors are gone, so where a timed module's own tensors lie no longer
-    depends on what the process allocated and freed before. A plain block where torch has no private pools."""
-    if getattr(bound, "pool_api", None) is None:
-        yield
-        return
-    make, begin, end, release, current = bound.pool_api
-    pool, device = make(), current()
-    begin(device, pool.id)
-    try:
-        yield
-    finally:
-        end(device, pool.id)
-        release(device, pool.id)
 
 
 def summarize(times_ms: list[float]) -> dict:
@@ -279,7 +242,11 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
     """
     cfg = cfg if isinstance(cfg, TimingConfig) else TimingConfig(**cfg)
     on_gpu = torch.cuda.is_available()  # else host clocks (JudgeOptions.timing_on_cpu): no cache to flush
-    unpin = PersistingL2() if cfg.flush_l2 and on_gpu else None
+    flush = None  # evicts the inputs from L2 before each timed call
+    if cfg.flush_l2 and on_gpu:
+        buffer = torch.empty(cfg.l2_flush_bytes // 4, dtype=torch.float32, device="cuda")
+        flush = buffer.sum if cfg.flush_reads else buffer.zero_
+    unpin = PersistingL2() if flush is not None else None
     with torch.no_grad():
         enqueue_s = []  # the host's time to enqueue one call (no sync inside): what the cover must outlast
         for i in range(cfg.warmup):
@@ -299,32 +266,25 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         bound.synchronize()
         est_ms = max(bound.elapsed(start, end), 1e-3)
         n = int(min(cfg.max_calls, max(cfg.min_calls, cfg.budget_s * 1e3 / est_ms)))
-        place = on_gpu and placeable(bound, input_sets, cfg.placements, cfg.place_max_bytes) is not None
-        with own_pool(bound) if place and cfg.own_pool else contextlib.nullcontext():
-            flush = None  # evicts the inputs from L2 before each timed call; in the timing's pool, beside its copies
-            if unpin is not None:
-                buffer = torch.empty(cfg.l2_flush_bytes // 4, dtype=torch.float32, device="cuda")
-                flush = buffer.sum if cfg.flush_reads else buffer.zero_
-            stride = cfg.place_stride
-            placed = placed_sets(bound, input_sets, cfg.placements, cfg.place_max_bytes, stride) if place else None
-            copies = placed or [input_sets]
-            if placed:  # every copy's median from calls enough
-                n = max(n, cfg.calls_per_placement * len(copies) * len(input_sets))
-            # Events: calls back to back, each behind an L2 flush and the cover. A call the host may have outrun
-            # (the audit) in more than 1 in 20 has its cover doubled (at least twice the host's slowest) and the
-            # calls timed once more: a cover sized while the host was quiet can fall short once builds load the CPU.
-            k = len(input_sets)
-            # One call per input set whose output is kept: a random call among those that use that set.
-            checked = {j: j + k * bound.randbelow(max(1, (n - 1 - j) // k + 1)) for j in range(min(k, n))}
-            retimed = False
-            while True:
-                event_ms, cover_us, host_s, captured = _timed_calls(bound, model, copies, n, flush, unpin, cover,
-                                                                    checked, capture)  # fmt: skip
-                audit = _cover_audit(cover_us, host_s) if cover is not None else None
-                if audit is None or audit["uncovered"] * 20 <= n or cover[1] >= cfg.cover_max_us or retimed:
-                    break
-                us = min(cfg.cover_max_us, max(2 * cover[1], 2 * audit["host_max_us"]))
-                cover, retimed = (int(cover[0] * us / cover[1]), us), True
+        placed = placed_sets(bound, input_sets, cfg.placements, cfg.place_max_bytes) if on_gpu else None
+        copies = placed or [input_sets]
+        if placed:  # every copy's median from calls enough
+            n = max(n, cfg.calls_per_placement * len(copies) * len(input_sets))
+        # Events: calls back to back, each behind an L2 flush and the cover. A call the host may have outrun (the
+        # audit) in more than 1 in 20 has its cover doubled (at least twice the host's slowest) and the calls timed
+        # once more: a cover sized while the host was quiet can fall short once builds load the CPU.
+        k = len(input_sets)
+        # One call per input set whose output is kept: a random call among those that use that set.
+        checked = {j: j + k * bound.randbelow(max(1, (n - 1 - j) // k + 1)) for j in range(min(k, n))}
+        retimed = False
+        while True:
+            event_ms, cover_us, host_s, captured = _timed_calls(bound, model, copies, n, flush, unpin, cover,
+                                                                checked, capture)  # fmt: skip
+            audit = _cover_audit(cover_us, host_s) if cover is not None else None
+            if audit is None or audit["uncovered"] * 20 <= n or cover[1] >= cfg.cover_max_us or retimed:
+                break
+            us = min(cfg.cover_max_us, max(2 * cover[1], 2 * audit["host_max_us"]))
+            cover, retimed = (int(cover[0] * us / cover[1]), us), True
         # Wall clock per call, each bracketed by device-wide syncs, and the current stream's events around the
         # same call with nothing queued before it (the span: the host's enqueue and the stream's work, no cover):
         # work hidden on a side stream shows in the wall and not in the span (the `side_stream` guard compares
