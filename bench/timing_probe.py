@@ -41,12 +41,18 @@ For each of a few small tasks of the realistic mix (64 x 256, a few microseconds
   more (in 64 MB blocks, as the long-lived process's conditions leave it) and again after 100,000 more launches of a
   one-element kernel: does the memory a process has mapped, or the launches it has made, move it to the long-lived
   process's figure?
+- `own_pool`, `process_own_pool`, `process_held_own_pool`: the flush buffer, the placed copies and everything the
+  timed calls allocate from one private pool made for the timing (`TimingConfig.own_pool`), in this process, in
+  each fresh one and in each once it holds the 2 GB: if the slow mode is a timed call's pages lying far from the
+  flush buffer's (page walks after the flush has filled the GPU's TLBs with its own), this brings every figure to
+  the fresh processes' one.
 
 Measured so far (H100s; `bench/README.md`): the eager `(x - y).abs()` reads 7.1-7.4 us in the long-lived process and
 6.1-6.8 us in fresh ones, and the 8 placed copies of one timing agree within about 3%: the mode belongs to the
 process, not to where the inputs lie. It does not move with the cover's length (250 us floor, 50 us ceiling), the
 flush's kind (read or write) or place, the intermediate's or the output's place, a private memory pool per timing
-for the copies and everything the calls allocate (`torch.cuda.MemPool`), or copies 66 MB apart (528 MB arena).
+for the copies and everything the calls allocate with the flush buffer left outside it (`torch.cuda.MemPool`), or
+copies 66 MB apart (528 MB arena).
 
 Per condition the medians (us) and their spread ((max - min) / median). A cause shows as the condition whose spread
 is large while `repeat`'s is small. Each timing also keeps the launch cover's audit (`timing._cover_audit`: how long
@@ -219,6 +225,7 @@ def in_process(op: str, times: int = 5) -> dict:
         # one copy: the graphs were captured on `inputs` themselves, not on the timing's placed copies of them
         "graph": [_time(op, _graphed(model, inputs), inputs, placements=1) for _ in range(times)],
         "empty_cache": [_emptied(op, model, inputs) for _ in range(times)],
+        "own_pool": [_time(op, model, inputs, own_pool=True) for _ in range(times)],
     }
     if op == "absdiff":
         shape = inputs[0][0].shape
@@ -236,7 +243,8 @@ def _emptied(op: str, model, inputs: list) -> dict:
 
 
 PROCESS_ROWS = ("process", "process_later", "process_zero_flush", "process_short_cover", "process_no_flush",
-                "process_no_cover", "process_graph", "process_held", "process_launched")  # fmt: skip
+                "process_no_cover", "process_graph", "process_own_pool", "process_held", "process_held_own_pool",
+                "process_launched")  # fmt: skip
 
 
 def one_process(op: str) -> tuple[dict, ...]:
@@ -257,9 +265,10 @@ def one_process(op: str) -> tuple[dict, ...]:
         _time(op, model, inputs, flush_l2=False),
         _time(op, model, inputs, launch_cover=False),
         _time(op, _graphed(model, inputs), inputs, placements=1),
+        _time(op, model, inputs, own_pool=True),
     ]
     held = [torch.empty(2**24, dtype=torch.float32, device="cuda") for _ in range(32)]  # 32 x 64 MB
-    rows.append(_time(op, model, inputs))
+    rows += [_time(op, model, inputs), _time(op, model, inputs, own_pool=True)]
     one = torch.zeros(1, device="cuda")
     for _ in range(100_000):
         one.add_(1.0)

@@ -22,6 +22,7 @@ candidate fails, 2 on bad arguments.
     python bench/timing_stability.py --only batch --out b.json              #   a.partial.json, b.partial.json
     python bench/timing_stability.py --merge a.partial.json b.partial.json --out timing_stability.json
     python bench/timing_stability.py --no-launch-cover --out before.json    # the same without the launch cover
+    python bench/timing_stability.py --timing-pool --out pool.json           # each timing in a memory pool of its own
 """
 
 from __future__ import annotations
@@ -125,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3, help="passes alone and passes in the batch (default 3 each)")
     ap.add_argument("--no-launch-cover", action="store_true", help="time without the launch cover (for comparison)")
+    ap.add_argument("--timing-pool", action="store_true",
+                    help="time small tasks from a memory pool of each timing's own (JudgeOptions.timing_pool)")
     ap.add_argument("--only", choices=["alone", "batch"], default=None,
                     help="run one half (a command's time limit): its figures go to OUT.partial.json for --merge")
     ap.add_argument("--merge", type=Path, nargs="+", default=None,
@@ -152,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     from kernelzero.judge import JudgeOptions
     from kernelzero.judge.pool import JudgePool
 
-    opts = JudgeOptions(device="cuda", compile_baseline=False, launch_cover=not args.no_launch_cover)
+    opts = JudgeOptions(device="cuda", compile_baseline=False, launch_cover=not args.no_launch_cover,
+                        timing_pool=args.timing_pool)  # fmt: skip
     opts.run_timeout_s = 30.0  # the mix's hangs end here, as in judge_throughput --mix
     cases = chosen()
     batch = mix("cuda") + mix("triton")
@@ -170,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
                 runs[c.name].append(("batch", v))
             print(f"batch pass {r + 1}: {time.perf_counter() - t0:.0f} s", flush=True)
             progress(args.out, runs)
-    about = {"gpu": torch.cuda.get_device_name(0), "launch_cover": opts.launch_cover, "repeats": args.repeats,
-             "only": args.only, "wall_s": round(time.perf_counter() - t0, 1)}  # fmt: skip
+    about = {"gpu": torch.cuda.get_device_name(0), "launch_cover": opts.launch_cover, "timing_pool": opts.timing_pool,
+             "repeats": args.repeats, "only": args.only, "wall_s": round(time.perf_counter() - t0, 1)}  # fmt: skip
     return finish(raw(runs), about, args.out)
 
 

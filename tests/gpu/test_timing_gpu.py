@@ -8,7 +8,7 @@ import time
 import pytest
 
 from kernelzero.judge.sandbox.harness import Bound
-from kernelzero.judge.timing import TimingConfig, launch_cover_cycles, time_model
+from kernelzero.judge.timing import TimingConfig, launch_cover_cycles, own_pool, time_model
 
 pytestmark = pytest.mark.gpu
 
@@ -82,3 +82,23 @@ def test_small_inputs_are_timed_from_placed_copies_and_large_ones_where_they_lie
     large = [[torch.randn(8 << 20, device="cuda")]]  # 32 MB, over the 16 MB bound
     stats = time_model(torch, bound, model, large, cfg)
     assert stats["placements"] is None and stats["events"]["n"] == 20 and len(seen) == 1
+
+
+def test_a_timing_s_own_pool_is_a_private_pool_and_is_released(torch):
+    """Inside `own_pool` a tensor lies in a segment of a private pool (not the process's pool, id (0, 0)); once the
+    tensor and the pool are gone, the memory reserved is back where it was."""
+    bound = Bound(torch)
+    assert bound.pool_api is not None
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_reserved()
+    with own_pool(bound):
+        x = torch.empty(3 << 20, dtype=torch.uint8, device="cuda")
+    y = torch.empty(3 << 20, dtype=torch.uint8, device="cuda")
+    segments = {s["address"]: s for s in torch.cuda.memory_snapshot()}
+    pool_of = {t: next(tuple(s["segment_pool_id"]) for a, s in segments.items() if a <= p < a + s["total_size"])
+               for t, p in (("x", x.data_ptr()), ("y", y.data_ptr()))}  # fmt: skip
+    assert pool_of["x"] != (0, 0) and pool_of["y"] == (0, 0)
+    del x, y
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    assert torch.cuda.memory_reserved() <= before

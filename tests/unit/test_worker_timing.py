@@ -100,6 +100,87 @@ def test_calls_rotate_over_the_copies_and_the_median_is_the_mean_of_theirs():
     assert stats["events"]["median_ms"] == pytest.approx(1.35)  # not the pooled median (1.3 or 1.4)
 
 
+class _Pools:
+    """A stand-in for the caching allocator's private pools (`Bound.pool_api`): records when a pool is made,
+    entered, left and released, and whether allocations route to one now."""
+
+    def __init__(self):
+        self.log: list[str] = []
+        self.routed: tuple | None = None
+
+    def api(self):
+        def make():
+            self.log.append("make")
+            return SimpleNamespace(id=(7, 1))
+
+        def begin(device, pool_id):
+            self.log.append(f"begin {device} {pool_id}")
+            self.routed = pool_id
+
+        def end(device, pool_id):
+            self.log.append(f"end {device} {pool_id}")
+            self.routed = None
+
+        return make, begin, end, lambda device, pool_id: self.log.append(f"release {device} {pool_id}"), lambda: 3
+
+
+@pytest.mark.parametrize("size", ["small", "large"])
+def test_the_flush_buffer_copies_and_timed_calls_allocate_from_a_pool_of_their_own(size):
+    """`own_pool` on, small inputs: the L2 flush buffer is allocated, the placed copies carved and every timed call
+    run while allocations route to a new private pool; warm-up, the estimate and the wall-clock rounds run outside
+    it, and the pool is left and released once the timed calls are done. Large inputs (not placed) are timed without
+    a pool, their flush buffer in the process's: their outputs would be held twice."""
+    clock, pools = _Clock(), _Pools()
+    clock.pool_api = pools.api()
+    original = clock.empty_bytes
+    arena_routed = []
+    clock.empty_bytes = lambda n, device: arena_routed.append(pools.routed) or original(n, device)
+    routed = []
+
+    def model(x, *rest):
+        clock.calls.append(x.data_ptr())
+        routed.append(pools.routed)
+        return x
+
+    sets = _sets() if size == "small" else [[torch.ones(1024, 1024)]]
+    flush_routed = []
+
+    def empty(n, dtype, device):  # the flush buffer (on CPU here)
+        flush_routed.append(pools.routed)
+        return torch.empty(n, dtype=dtype)
+
+    fake_torch = SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True), no_grad=torch.no_grad, empty=empty,
+                                 float32=torch.float32)  # fmt: skip
+    cfg = {"warmup": 2, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "l2_flush_bytes": 4096,
+           "launch_cover": False, "place_max_bytes": 2**20, "own_pool": True}  # fmt: skip
+    stats = time_model(fake_torch, clock, model, sets, cfg)
+    n, walls = stats["events"]["n"], stats["wall"]["n"]
+    assert flush_routed == ([(7, 1)] if size == "small" else [None])
+    if size == "small":
+        assert n == 120 and arena_routed == [(7, 1)]
+        assert routed == [None] * 3 + [(7, 1)] * n + [None] * walls  # warm-up and estimate, timed, wall rounds
+        assert pools.log == ["make", "begin 3 (7, 1)", "end 3 (7, 1)", "release 3 (7, 1)"]
+    else:
+        assert stats["placements"] is None and arena_routed == [] and pools.log == []
+        assert routed == [None] * (3 + n + walls)
+
+
+def test_a_timing_without_its_own_pool_and_a_bound_without_pools():
+    """`own_pool` off (the default): the placed copies and calls stay in the process's pool. A `Bound` on CPU has no
+    pool API (`pool_api` None): the timing runs as it would without one."""
+    clock, pools = _Clock(), _Pools()
+    clock.pool_api = pools.api()
+    fake_torch = SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True), no_grad=torch.no_grad)
+    cfg = {"warmup": 2, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "flush_l2": False, "launch_cover": False}
+    stats = time_model(fake_torch, clock, lambda x, *rest: clock.calls.append(x.data_ptr()) or x, _sets(), cfg)
+    assert stats["events"]["n"] == 120 and pools.log == []
+    assert Bound(torch).pool_api is None  # CPU: no CUDA, no private pools
+    bare = _Clock()
+    stats = time_model(fake_torch, bare, lambda x, *rest: bare.calls.append(x.data_ptr()) or x, _sets(),
+                       {**cfg, "own_pool": True})  # fmt: skip
+    assert stats["events"]["n"] == 120
+
+
 @pytest.mark.parametrize("device", ["cuda", "cpu"])
 def test_the_hang_watch_spans_a_checked_forward_and_its_gpu_work(device):
     """The watch begins before the forward and ends after the synchronize that waits for its GPU work (run here on

@@ -26,10 +26,17 @@ small inputs (`place_max_bytes`, all input sets together) are timed from `placem
 phases of a 2 MB page, the calls rotating over them, and the reported median is the mean of the copies' medians:
 the candidate and its reference, in different processes, are timed over the same virtual layouts, and what depends
 on physical pages averages over eight draws instead of one.
+
+A two-kernel eager module still reads in two modes by process: on an H100 `(x - y).abs()` took 7.1-7.4 us in a
+long-lived process and 6.1-6.8 us in fresh ones, the 8 copies of one timing agreeing. Neither the launch cover's
+length, nor where the intermediate or the output lies, nor copies 66 MB apart moved it (`bench/timing_probe.py`).
+`own_pool` (off) is the next test: the flush buffer, the copies and all the timed calls allocate from one private
+pool made for the timing, so a timed call's pages lie beside the flush buffer's whatever the process mapped before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from dataclasses import asdict, dataclass
 from time import sleep as _host_sleep  # bound at import, before any candidate code runs in the worker
@@ -66,6 +73,12 @@ class TimingConfig:
     cover_max_us: float = 2000.0
     placements: int = 8  # copies of small inputs, at fixed phases of a 2 MB page, the timed calls rotate over
     place_max_bytes: int = 16 * 2**20  # inputs larger than this (all sets together) are timed where they lie
+    own_pool: bool = False
+    """The L2 flush buffer, the placed copies and all the timed calls allocate (the module's intermediates and
+    outputs) from a private pool made for the timing (`own_pool`): new memory, side by side, whatever the process did
+    before. Only where the inputs are placed: a large task's outputs would be held twice (the process's pool from the
+    warm-up, then this one). Off until measured: the copies and calls in a pool of their own, the flush buffer
+    outside it, did not move the two-kernel mode on an H100 (`bench/README.md`)."""
     calls_per_placement: int = 5  # at least this many timed calls per copy
 
 
@@ -77,11 +90,10 @@ def _up(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
-def placed_sets(bound, input_sets: list[list], count: int, max_bytes: int) -> list[list[list]] | None:
-    """`count` copies of `input_sets`, each copy's tensors laid out back to back (ALIGN-aligned) from a fixed phase of
-    a PAGE-sized page of one new block: copy p starts p/count of a page past a page boundary, so where the copies lie
-    does not depend on what the process allocated before. None where placing does not apply: fewer than two copies,
-    no tensor, a tensor that is not contiguous or needs grad, tensors on two devices, or more than `max_bytes`."""
+def placeable(bound, input_sets: list[list], count: int, max_bytes: int) -> int | None:
+    """The bytes one placed copy of `input_sets` spans (`placed_sets`), or None where placing does not apply: fewer
+    than two copies, no tensor, a tensor that is not contiguous or needs grad, tensors on two devices, or more than
+    `max_bytes`."""
     if count < 2:
         return None
     tensors = [x for args in input_sets for x in args if isinstance(x, bound.tensor_type)]
@@ -90,8 +102,17 @@ def placed_sets(bound, input_sets: list[list], count: int, max_bytes: int) -> li
     if any(x.requires_grad or not x.is_contiguous() for x in tensors):
         return None
     span = sum(_up(x.numel() * x.element_size(), ALIGN) for x in tensors)
-    if span > max_bytes:
+    return span if span <= max_bytes else None
+
+
+def placed_sets(bound, input_sets: list[list], count: int, max_bytes: int) -> list[list[list]] | None:
+    """`count` copies of `input_sets`, each copy's tensors laid out back to back (ALIGN-aligned) from a fixed phase of
+    a PAGE-sized page of one new block: copy p starts p/count of a page past a page boundary, so where the copies lie
+    does not depend on what the process allocated before. None where placing does not apply (`placeable`)."""
+    span = placeable(bound, input_sets, count, max_bytes)
+    if span is None:
         return None
+    tensors = [x for args in input_sets for x in args if isinstance(x, bound.tensor_type)]
     stride = _up(span, PAGE) + PAGE  # each copy in pages of its own
     arena = bound.empty_bytes(count * stride + PAGE, tensors[0].device)
     base = -arena.data_ptr() % PAGE  # the arena's first page boundary
@@ -130,6 +151,25 @@ def launch_cover_cycles(bound, enqueue_s: list[float], cfg: TimingConfig) -> tup
         best_ms = min(best_ms, bound.elapsed(start, end))
     cycles_per_us = probe / max(best_ms * 1e3, 1e-3)
     return int(cover_us * cycles_per_us), cover_us
+
+
+@contextlib.contextmanager
+def own_pool(bound):
+    """This thread's CUDA allocations, inside, from a new private pool of the caching allocator (`torch.cuda.MemPool`,
+    driven as `torch.cuda.use_mem_pool` does, through functions `Bound` took before candidate code ran): new segments,
+    released once the pool and the last of its tensors are gone, so where a timed module's own tensors lie no longer
+    depends on what the process allocated and freed before. A plain block where torch has no private pools."""
+    if getattr(bound, "pool_api", None) is None:
+        yield
+        return
+    make, begin, end, release, current = bound.pool_api
+    pool, device = make(), current()
+    begin(device, pool.id)
+    try:
+        yield
+    finally:
+        end(device, pool.id)
+        release(device, pool.id)
 
 
 def summarize(times_ms: list[float]) -> dict:
@@ -242,11 +282,7 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
     """
     cfg = cfg if isinstance(cfg, TimingConfig) else TimingConfig(**cfg)
     on_gpu = torch.cuda.is_available()  # else host clocks (JudgeOptions.timing_on_cpu): no cache to flush
-    flush = None  # evicts the inputs from L2 before each timed call
-    if cfg.flush_l2 and on_gpu:
-        buffer = torch.empty(cfg.l2_flush_bytes // 4, dtype=torch.float32, device="cuda")
-        flush = buffer.sum if cfg.flush_reads else buffer.zero_
-    unpin = PersistingL2() if flush is not None else None
+    unpin = PersistingL2() if cfg.flush_l2 and on_gpu else None
     with torch.no_grad():
         enqueue_s = []  # the host's time to enqueue one call (no sync inside): what the cover must outlast
         for i in range(cfg.warmup):
@@ -266,25 +302,31 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         bound.synchronize()
         est_ms = max(bound.elapsed(start, end), 1e-3)
         n = int(min(cfg.max_calls, max(cfg.min_calls, cfg.budget_s * 1e3 / est_ms)))
-        placed = placed_sets(bound, input_sets, cfg.placements, cfg.place_max_bytes) if on_gpu else None
-        copies = placed or [input_sets]
-        if placed:  # every copy's median from calls enough
-            n = max(n, cfg.calls_per_placement * len(copies) * len(input_sets))
-        # Events: calls back to back, each behind an L2 flush and the cover. A call the host may have outrun (the
-        # audit) in more than 1 in 20 has its cover doubled (at least twice the host's slowest) and the calls timed
-        # once more: a cover sized while the host was quiet can fall short once builds load the CPU.
-        k = len(input_sets)
-        # One call per input set whose output is kept: a random call among those that use that set.
-        checked = {j: j + k * bound.randbelow(max(1, (n - 1 - j) // k + 1)) for j in range(min(k, n))}
-        retimed = False
-        while True:
-            event_ms, cover_us, host_s, captured = _timed_calls(bound, model, copies, n, flush, unpin, cover,
-                                                                checked, capture)  # fmt: skip
-            audit = _cover_audit(cover_us, host_s) if cover is not None else None
-            if audit is None or audit["uncovered"] * 20 <= n or cover[1] >= cfg.cover_max_us or retimed:
-                break
-            us = min(cfg.cover_max_us, max(2 * cover[1], 2 * audit["host_max_us"]))
-            cover, retimed = (int(cover[0] * us / cover[1]), us), True
+        place = on_gpu and placeable(bound, input_sets, cfg.placements, cfg.place_max_bytes) is not None
+        with own_pool(bound) if place and cfg.own_pool else contextlib.nullcontext():
+            flush = None  # evicts the inputs from L2 before each timed call; in the timing's pool, beside its copies
+            if unpin is not None:
+                buffer = torch.empty(cfg.l2_flush_bytes // 4, dtype=torch.float32, device="cuda")
+                flush = buffer.sum if cfg.flush_reads else buffer.zero_
+            placed = placed_sets(bound, input_sets, cfg.placements, cfg.place_max_bytes) if place else None
+            copies = placed or [input_sets]
+            if placed:  # every copy's median from calls enough
+                n = max(n, cfg.calls_per_placement * len(copies) * len(input_sets))
+            # Events: calls back to back, each behind an L2 flush and the cover. A call the host may have outrun
+            # (the audit) in more than 1 in 20 has its cover doubled (at least twice the host's slowest) and the
+            # calls timed once more: a cover sized while the host was quiet can fall short once builds load the CPU.
+            k = len(input_sets)
+            # One call per input set whose output is kept: a random call among those that use that set.
+            checked = {j: j + k * bound.randbelow(max(1, (n - 1 - j) // k + 1)) for j in range(min(k, n))}
+            retimed = False
+            while True:
+                event_ms, cover_us, host_s, captured = _timed_calls(bound, model, copies, n, flush, unpin, cover,
+                                                                    checked, capture)  # fmt: skip
+                audit = _cover_audit(cover_us, host_s) if cover is not None else None
+                if audit is None or audit["uncovered"] * 20 <= n or cover[1] >= cfg.cover_max_us or retimed:
+                    break
+                us = min(cfg.cover_max_us, max(2 * cover[1], 2 * audit["host_max_us"]))
+                cover, retimed = (int(cover[0] * us / cover[1]), us), True
         # Wall clock per call, each bracketed by device-wide syncs, and the current stream's events around the
         # same call with nothing queued before it (the span: the host's enqueue and the stream's work, no cover):
         # work hidden on a side stream shows in the wall and not in the span (the `side_stream` guard compares
