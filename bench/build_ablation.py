@@ -12,10 +12,10 @@ A fifth level, a host TU against a lean subset of torch's headers, was measured 
 removed: it saved -12.9% and 7.6% of the wall (passes 1 and 2), under the rule (bench/README.md).
 
 One pool, warmed first (headers and bridge built, not counted; with `--warm-batch`, the whole mix judged once more).
-Then two passes over the levels in alternating order (plain..bridge, then bridge..plain), each judging the 64 CUDA candidates of `throughput_cases/mix.py` as new
-sources (nothing built or judged is reused). Per level: the steady wall of each pass, candidates per minute, the
-median build seconds, and every verdict checked against its expected status. A part is kept when it saves at least
-10% of the steady wall of the level before it in both passes.
+Then two passes over the levels in alternating order (plain..bridge, then bridge..plain), each judging the 64 CUDA
+candidates of `throughput_cases/mix.py` as new sources (nothing built or judged is reused). Per level: the steady
+wall of each pass, candidates per minute, the median build seconds, and every verdict checked against its expected
+status. A part is kept when it saves at least 10% of the steady wall of the level before it in both passes.
 
     python bench/build_ablation.py --passes 1 --levels plain split --out p1a.json  # one pass in two commands:
     python bench/build_ablation.py --passes 1 --levels pch bridge --out p1b.json    # on the H200 the whole mix's

@@ -61,7 +61,7 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
               --out /tmp/kz-coder2 && cp /tmp/kz-coder2/steps.jsonl $OUT/coder2_steps.jsonl" ;;
     stability) step stability timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/timing_stability.py \
               --out "$OUT/timing_stability.json" ${KZ_STABILITY_ARGS:-} ;;
-    probe) step probe timeout 300 python3 bench/timing_probe.py --out "$OUT/probe.json" ;;
+    probe) step probe timeout 300 python3 bench/timing_probe.py --out "$OUT/probe.json" ${KZ_PROBE_ARGS:-} ;;
     front_check) step front_check timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/front_check.py ${KZ_FRONT_ARGS:-} ;;
     ablation) step ablation timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/build_ablation.py --out "$OUT/ablation.json" \
               ${KZ_ABLATION_ARGS:-} ;;

@@ -41,11 +41,13 @@ For each of a few small tasks of the realistic mix (64 x 256, a few microseconds
   more (in 64 MB blocks, as the long-lived process's conditions leave it) and again after 100,000 more launches of a
   one-element kernel: does the memory a process has mapped, or the launches it has made, move it to the long-lived
   process's figure?
-- `own_pool`, `process_own_pool`, `process_held_own_pool`: the flush buffer, the placed copies and everything the
-  timed calls allocate from one private pool made for the timing (`TimingConfig.own_pool`), in this process, in
-  each fresh one and in each once it holds the 2 GB: if the slow mode is a timed call's pages lying far from the
-  flush buffer's (page walks after the flush has filled the GPU's TLBs with its own), this brings every figure to
-  the fresh processes' one.
+- `pool` / `no_pool`, `process_pool` / `process_no_pool`, `process_held_pool` / `process_held_no_pool`: the flush
+  buffer, the placed copies and everything the timed calls allocate from one private pool made for the timing
+  (`TimingConfig.own_pool`, on since it was added back) or from the process's, in this process, in each fresh one
+  and in each once it holds the 2 GB: if the slow mode is a timed call's pages lying far from the flush buffer's
+  (page walks once the flush has filled the GPU's TLBs with its own), the pool brings every figure to the fresh
+  processes' one, and without it the held memory takes them to the long-lived process's. The conditions above run
+  at the default (the pool).
 
 Measured so far (H100s; `bench/README.md`): the eager `(x - y).abs()` reads 7.1-7.4 us in the long-lived process and
 6.1-6.8 us in fresh ones, and the 8 placed copies of one timing agree within about 3%: the mode belongs to the
@@ -225,7 +227,8 @@ def in_process(op: str, times: int = 5) -> dict:
         # one copy: the graphs were captured on `inputs` themselves, not on the timing's placed copies of them
         "graph": [_time(op, _graphed(model, inputs), inputs, placements=1) for _ in range(times)],
         "empty_cache": [_emptied(op, model, inputs) for _ in range(times)],
-        "own_pool": [_time(op, model, inputs, own_pool=True) for _ in range(times)],
+        "pool": [_time(op, model, inputs, own_pool=True) for _ in range(times)],
+        "no_pool": [_time(op, model, inputs, own_pool=False) for _ in range(times)],
     }
     if op == "absdiff":
         shape = inputs[0][0].shape
@@ -243,8 +246,8 @@ def _emptied(op: str, model, inputs: list) -> dict:
 
 
 PROCESS_ROWS = ("process", "process_later", "process_zero_flush", "process_short_cover", "process_no_flush",
-                "process_no_cover", "process_graph", "process_own_pool", "process_held", "process_held_own_pool",
-                "process_launched")  # fmt: skip
+                "process_no_cover", "process_graph", "process_pool", "process_no_pool", "process_held",
+                "process_held_pool", "process_held_no_pool", "process_launched")  # fmt: skip
 
 
 def one_process(op: str) -> tuple[dict, ...]:
@@ -266,9 +269,10 @@ def one_process(op: str) -> tuple[dict, ...]:
         _time(op, model, inputs, launch_cover=False),
         _time(op, _graphed(model, inputs), inputs, placements=1),
         _time(op, model, inputs, own_pool=True),
+        _time(op, model, inputs, own_pool=False),
     ]
     held = [torch.empty(2**24, dtype=torch.float32, device="cuda") for _ in range(32)]  # 32 x 64 MB
-    rows += [_time(op, model, inputs), _time(op, model, inputs, own_pool=True)]
+    rows += [_time(op, model, inputs), *(_time(op, model, inputs, own_pool=on) for on in (True, False))]
     one = torch.zeros(1, device="cuda")
     for _ in range(100_000):
         one.add_(1.0)
@@ -309,6 +313,13 @@ def main(argv: list[str] | None = None) -> int:
               f"{max(a['host_max_us'] for _, a, _ in audits)} us, calls maybe uncovered "
               f"{sum(a['uncovered'] for _, a, _ in audits)}; SM clocks {sorted({c for *_, c in audits if c})} MHz",
               flush=True)  # fmt: skip
+    for op, rows in result.items():  # the decision: one spread over every process and state, with and without
+        for name, keys in (("pool", ("pool", "process_pool", "process_held_pool")),
+                           ("no pool", ("no_pool", "process_no_pool", "process_held_no_pool"))):  # fmt: skip
+            every = [r["median_us"] for k in keys for r in rows[k]]
+            print(f"{op:<8} {name:<8} long-lived, fresh and fresh holding 2 GB together: spread "
+                  f"{(max(every) - min(every)) / statistics.median(every):6.1%} [{min(every)}-{max(every)} us]",
+                  flush=True)  # fmt: skip
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")
     return 0

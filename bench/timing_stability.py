@@ -22,7 +22,7 @@ candidate fails, 2 on bad arguments.
     python bench/timing_stability.py --only batch --out b.json              #   a.partial.json, b.partial.json
     python bench/timing_stability.py --merge a.partial.json b.partial.json --out timing_stability.json
     python bench/timing_stability.py --no-launch-cover --out before.json    # the same without the launch cover
-    python bench/timing_stability.py --timing-pool --out pool.json           # each timing in a memory pool of its own
+    python bench/timing_stability.py --no-timing-pool --out no_pool.json     # without each timing's memory pool
 """
 
 from __future__ import annotations
@@ -126,8 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3, help="passes alone and passes in the batch (default 3 each)")
     ap.add_argument("--no-launch-cover", action="store_true", help="time without the launch cover (for comparison)")
-    ap.add_argument("--timing-pool", action="store_true",
-                    help="time small tasks from a memory pool of each timing's own (JudgeOptions.timing_pool)")
+    ap.add_argument("--no-timing-pool", action="store_true",
+                    help="time small tasks without a memory pool of each timing's own (JudgeOptions.timing_pool)")
     ap.add_argument("--only", choices=["alone", "batch"], default=None,
                     help="run one half (a command's time limit): its figures go to OUT.partial.json for --merge")
     ap.add_argument("--merge", type=Path, nargs="+", default=None,
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     from kernelzero.judge.pool import JudgePool
 
     opts = JudgeOptions(device="cuda", compile_baseline=False, launch_cover=not args.no_launch_cover,
-                        timing_pool=args.timing_pool)  # fmt: skip
+                        timing_pool=not args.no_timing_pool)  # fmt: skip
     opts.run_timeout_s = 30.0  # the mix's hangs end here, as in judge_throughput --mix
     cases = chosen()
     batch = mix("cuda") + mix("triton")

@@ -59,8 +59,8 @@ def test_merge_takes_one_pass_of_a_file_when_asked(tmp_path):
     """`FILE:1` keeps pass 1's rows of a record that also holds pass 2 (run again later and merged from another)."""
     def record(name, passes):
         path = tmp_path / name
-        path.write_text(json.dumps({"passes": {str(k): [{"level": lv, "wall_s": w, "mismatches": []}
-                                                          for lv, w in rows] for k, rows in passes.items()}}))  # fmt: skip
+        rows_of = {str(k): [{"level": lv, "wall_s": w, "mismatches": []} for lv, w in r] for k, r in passes.items()}
+        path.write_text(json.dumps({"passes": rows_of}))
         return path
 
     old = record("old.json", {1: [("plain", 100.0), ("split", 40.0), ("pch", 34.0), ("bridge", 26.0)],

@@ -126,10 +126,10 @@ class _Pools:
 
 @pytest.mark.parametrize("size", ["small", "large"])
 def test_the_flush_buffer_copies_and_timed_calls_allocate_from_a_pool_of_their_own(size):
-    """`own_pool` on, small inputs: the L2 flush buffer is allocated, the placed copies carved and every timed call
-    run while allocations route to a new private pool; warm-up, the estimate and the wall-clock rounds run outside
-    it, and the pool is left and released once the timed calls are done. Large inputs (not placed) are timed without
-    a pool, their flush buffer in the process's: their outputs would be held twice."""
+    """`own_pool` (the default), small inputs: the L2 flush buffer is allocated, the placed copies carved and every
+    timed call run while allocations route to a new private pool; warm-up, the estimate and the wall-clock rounds run
+    outside it, and the pool is left and released once the timed calls are done. Large inputs (not placed) are timed
+    without a pool, their flush buffer in the process's: their outputs would be held twice."""
     clock, pools = _Clock(), _Pools()
     clock.pool_api = pools.api()
     original = clock.empty_bytes
@@ -152,7 +152,7 @@ def test_the_flush_buffer_copies_and_timed_calls_allocate_from_a_pool_of_their_o
     fake_torch = SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True), no_grad=torch.no_grad, empty=empty,
                                  float32=torch.float32)  # fmt: skip
     cfg = {"warmup": 2, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "l2_flush_bytes": 4096,
-           "launch_cover": False, "place_max_bytes": 2**20, "own_pool": True}  # fmt: skip
+           "launch_cover": False, "place_max_bytes": 2**20}  # fmt: skip (own_pool: on by default)
     stats = time_model(fake_torch, clock, model, sets, cfg)
     n, walls = stats["events"]["n"], stats["wall"]["n"]
     assert flush_routed == ([(7, 1)] if size == "small" else [None])
@@ -166,18 +166,18 @@ def test_the_flush_buffer_copies_and_timed_calls_allocate_from_a_pool_of_their_o
 
 
 def test_a_timing_without_its_own_pool_and_a_bound_without_pools():
-    """`own_pool` off (the default): the placed copies and calls stay in the process's pool. A `Bound` on CPU has no
-    pool API (`pool_api` None): the timing runs as it would without one."""
+    """`own_pool` off: the placed copies and calls stay in the process's pool. A `Bound` on CPU has no pool API
+    (`pool_api` None): the timing runs as it would without one (`own_pool` on, the default)."""
     clock, pools = _Clock(), _Pools()
     clock.pool_api = pools.api()
     fake_torch = SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True), no_grad=torch.no_grad)
     cfg = {"warmup": 2, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "flush_l2": False, "launch_cover": False}
-    stats = time_model(fake_torch, clock, lambda x, *rest: clock.calls.append(x.data_ptr()) or x, _sets(), cfg)
+    stats = time_model(fake_torch, clock, lambda x, *rest: clock.calls.append(x.data_ptr()) or x, _sets(),
+                       {**cfg, "own_pool": False})  # fmt: skip
     assert stats["events"]["n"] == 120 and pools.log == []
     assert Bound(torch).pool_api is None  # CPU: no CUDA, no private pools
     bare = _Clock()
-    stats = time_model(fake_torch, bare, lambda x, *rest: bare.calls.append(x.data_ptr()) or x, _sets(),
-                       {**cfg, "own_pool": True})  # fmt: skip
+    stats = time_model(fake_torch, bare, lambda x, *rest: bare.calls.append(x.data_ptr()) or x, _sets(), cfg)
     assert stats["events"]["n"] == 120
 
 

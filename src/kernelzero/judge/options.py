@@ -39,11 +39,11 @@ class JudgeOptions:
     """Keep the GPU busy (a calibrated sleep kernel after the L2 flush) for longer than the host takes to enqueue one
     call, so each call's events span its GPU work, not the host's launch latency: a launch-bound kernel's figure then
     no longer moves with the CPU's load or clocks (`timing.time_model`). Applies to reference and candidate alike."""
-    timing_pool: bool = False
+    timing_pool: bool = True
     """Time small tasks (inputs placed, `TimingConfig.own_pool`) from a memory pool made for each timing: the L2
-    flush buffer, the placed inputs and all the timed calls allocate, side by side in new memory. Off until measured:
-    it is the probe's test of whether a timed call's pages lying far from the flush buffer's is what makes a
-    two-kernel eager module about 1 us slower in some processes (`bench/timing_probe.py`)."""
+    flush buffer, the placed inputs and all the timed calls allocate, side by side in new memory, so a timed call's
+    pages lie beside the flush buffer's however long the worker has lived (a two-kernel eager module read about 1 us
+    slower in some processes than in others; `bench/timing_probe.py` measures whether this removes it)."""
     build_timeout_s: float = 600.0
     """Wall-clock budget to import the candidate (CUDA builds happen here)."""
     front_check: bool = True

@@ -30,8 +30,9 @@ on physical pages averages over eight draws instead of one.
 A two-kernel eager module still reads in two modes by process: on an H100 `(x - y).abs()` took 7.1-7.4 us in a
 long-lived process and 6.1-6.8 us in fresh ones, the 8 copies of one timing agreeing. Neither the launch cover's
 length, nor where the intermediate or the output lies, nor copies 66 MB apart moved it (`bench/timing_probe.py`).
-`own_pool` (off) is the next test: the flush buffer, the copies and all the timed calls allocate from one private
-pool made for the timing, so a timed call's pages lie beside the flush buffer's whatever the process mapped before.
+So the flush buffer, the copies and all the timed calls allocate from one private pool made for the timing
+(`own_pool`): a timed call's pages lie beside the flush buffer's whatever the process mapped before. That this
+removes the mode is not yet measured (`bench/timing_probe.py`: `pool` against `no_pool`, long-lived and fresh).
 """
 
 from __future__ import annotations
@@ -73,12 +74,12 @@ class TimingConfig:
     cover_max_us: float = 2000.0
     placements: int = 8  # copies of small inputs, at fixed phases of a 2 MB page, the timed calls rotate over
     place_max_bytes: int = 16 * 2**20  # inputs larger than this (all sets together) are timed where they lie
-    own_pool: bool = False
+    own_pool: bool = True
     """The L2 flush buffer, the placed copies and all the timed calls allocate (the module's intermediates and
     outputs) from a private pool made for the timing (`own_pool`): new memory, side by side, whatever the process did
     before. Only where the inputs are placed: a large task's outputs would be held twice (the process's pool from the
-    warm-up, then this one). Off until measured: the copies and calls in a pool of their own, the flush buffer
-    outside it, did not move the two-kernel mode on an H100 (`bench/README.md`)."""
+    warm-up, then this one). The copies and calls in a pool of their own with the flush buffer outside it did not
+    move the two-kernel mode on an H100 (`bench/README.md`); with the flush buffer inside, not yet measured."""
     calls_per_placement: int = 5  # at least this many timed calls per copy
 
 
