@@ -26,6 +26,9 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH="$PWD/src:${PYTHONPATH:-}" PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+# Which code ran: the device's git metadata can lag the copied tree, so a hash of the tracked sources' contents too
+# (compare with the same line run here: `git ls-files -z src bench | xargs -0 cat | sha1sum`).
+echo "tree $(git ls-files -z src bench | xargs -0 cat | sha1sum | cut -c1-12) (git log: $(git log -1 --format=%h 2>/dev/null))" | tee -a "$OUT/gpu.txt"
 if [ "${KZ_MEMLOG:-1}" = 1 ]; then  # every 3 s: CPU busy % since the last line (is a batch CPU-bound?), host and GPU
   # memory, and the largest processes: who held what
   ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8}' /proc/stat; }  # busy, all (jiffies)
