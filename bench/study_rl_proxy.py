@@ -207,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         key += f",apis={args.rl_apis}" if args.rl_apis else ""
         key += f",kl={args.kl_beta:g}" if args.kl_beta else ""
         key += f",t={args.temperature:g}" if args.temperature != 1.0 else ""
+        key += f",batch={args.batch}" if args.batch != 32 else ""
+        key += f",G={args.generations}" if args.generations != 8 else ""
         key += f",seed={rl_seed}" if args.rl_seeds else ""
         if key in record["runs"]:
             continue
