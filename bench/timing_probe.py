@@ -251,7 +251,7 @@ PROCESS_ROWS = ("process", "process_later", "process_zero_flush", "process_short
 
 
 def one_process(op: str) -> tuple[dict, ...]:
-    """One fresh process's timings, in the order of PROCESS_ROWS (the last two change the process for good)."""
+    """One fresh process's timings, in the order of PROCESS_ROWS (from `process_held` on, holding 2 GB more)."""
     import time
 
     import torch
