@@ -23,6 +23,7 @@ candidate fails, 2 on bad arguments.
     python bench/timing_stability.py --merge a.partial.json b.partial.json --out timing_stability.json
     python bench/timing_stability.py --no-launch-cover --out before.json    # the same without the launch cover
     python bench/timing_stability.py --no-timing-pool --out no_pool.json     # without each timing's memory pool
+    python bench/timing_stability.py --graphs --out graphs.json              # speedups from replayed CUDA graphs
 """
 
 from __future__ import annotations
@@ -74,9 +75,9 @@ def judge_in_batch(cases: list, batch: list, pool, mark: str) -> list:
 
 def raw(runs: dict) -> dict:
     """Per candidate, each verdict as [where, status, speedup over eager, kernel median ms, speed noise, noisy,
-    the eager reference's median ms] (which of the two moved a speedup)."""
+    the eager reference's median ms (which of the two moved a speedup), how both were timed (`Verdict.timed_by`)]."""
     return {name: [[k, v.status, v.speedup_eager, v.runtime.median_ms if v.runtime else None, v.speed_noise,
-                    v.speed_noisy, v.ref_runtime.median_ms if v.ref_runtime else None] for k, v in vs]
+                    v.speed_noisy, v.ref_runtime.median_ms if v.ref_runtime else None, v.timed_by] for k, v in vs]
             for name, vs in runs.items()}  # fmt: skip
 
 
@@ -113,10 +114,13 @@ def table(figures: dict) -> tuple[list[dict], int]:
         rows.append({"candidate": name, "kernel_ms": statistics.median(kernel), "speedups": [[v[0], v[2]] for v in vs],
                      "spread": spread, "bound": BOUNDS[long], "noisy_runs": noisy,
                      "speed_noise": [v[4] for v in vs], "kernel_spread": _spread(kernel),
-                     "reference_ms": ref, "reference_spread": _spread(ref), "pass": ok})  # fmt: skip
+                     "reference_ms": ref, "reference_spread": _spread(ref), "pass": ok,
+                     "timed_by": [v[7] if len(v) > 7 else None for v in vs]})  # fmt: skip
         alone = " ".join(f"{v[2]:.2f}" for v in vs if v[0] == "alone")
         cells = alone + " | " + " ".join(f"{v[2]:.2f}" for v in vs if v[0] != "alone")
         moved = f"  (kernel {_spread(kernel):.1%}, reference {_spread(ref):.1%})" if ref else ""
+        graphs = sum(len(v) > 7 and v[7] == "graphs" for v in vs)
+        moved += f"  graphs in {graphs} of {len(vs)}" if graphs else ""
         print(f"{name:<28} {statistics.median(kernel) * 1e3:>9.1f} {cells:<44} {spread:>6.1%} {noisy:>5}  "
               f"{'yes' if ok else 'NO'}{moved}")  # fmt: skip
     return rows, failed
@@ -128,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-launch-cover", action="store_true", help="time without the launch cover (for comparison)")
     ap.add_argument("--no-timing-pool", action="store_true",
                     help="time small tasks without a memory pool of each timing's own (JudgeOptions.timing_pool)")
+    ap.add_argument("--graphs", action="store_true",
+                    help="speedups from replayed CUDA graphs where candidate and reference both allow them "
+                         "(JudgeOptions.timing_graphs)")
     ap.add_argument("--only", choices=["alone", "batch"], default=None,
                     help="run one half (a command's time limit): its figures go to OUT.partial.json for --merge")
     ap.add_argument("--merge", type=Path, nargs="+", default=None,
@@ -156,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     from kernelzero.judge.pool import JudgePool
 
     opts = JudgeOptions(device="cuda", compile_baseline=False, launch_cover=not args.no_launch_cover,
-                        timing_pool=not args.no_timing_pool)  # fmt: skip
+                        timing_pool=not args.no_timing_pool, timing_graphs=args.graphs)  # fmt: skip
     opts.run_timeout_s = 30.0  # the mix's hangs end here, as in judge_throughput --mix
     cases = chosen()
     batch = mix("cuda") + mix("triton")
@@ -175,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"batch pass {r + 1}: {time.perf_counter() - t0:.0f} s", flush=True)
             progress(args.out, runs)
     about = {"gpu": torch.cuda.get_device_name(0), "launch_cover": opts.launch_cover, "timing_pool": opts.timing_pool,
-             "repeats": args.repeats, "only": args.only, "wall_s": round(time.perf_counter() - t0, 1)}  # fmt: skip
+             "timing_graphs": opts.timing_graphs, "repeats": args.repeats, "only": args.only,
+             "wall_s": round(time.perf_counter() - t0, 1)}  # fmt: skip
     return finish(raw(runs), about, args.out)
 
 

@@ -102,3 +102,27 @@ def test_a_timing_s_own_pool_is_a_private_pool_and_is_released(torch):
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     assert torch.cuda.memory_reserved() <= before
+
+
+def test_graph_timing_on_a_gpu_and_a_module_that_cannot_be_captured(torch):
+    """An eager two-kernel module is timed from its replayed graphs as well (its outputs after the input sets'
+    swap equal the eager ones); a module that syncs with the host inside its forward cannot be captured, is timed
+    eagerly only, and the process times graphs again after it."""
+    bound = Bound(torch)
+    sets = [[torch.randn(64, 256, device="cuda"), torch.randn(64, 256, device="cuda")] for _ in range(3)]
+    cfg = {"warmup": 3, "min_calls": 20, "max_calls": 40, "budget_s": 0.01, "graphs": True}
+    keep = lambda out: ("tensor", [out.clone()])  # noqa: E731
+
+    def absdiff(x, y):
+        return (x - y).abs()
+
+    def syncs(x, y):
+        d = (x - y).abs()
+        return d * float(d.sum().item() > 0)
+
+    stats = time_model(torch, bound, absdiff, sets, cfg, capture=keep)
+    assert stats["graphs"]["status"] == "ok", stats["graphs"]
+    assert 0 < stats["graphs"]["events"]["median_ms"] <= stats["events"]["median_ms"] * 1.5
+    stats = time_model(torch, bound, syncs, sets, cfg, capture=keep)
+    assert stats["graphs"]["status"] == "uncapturable" and stats["events"]["n"] >= 20
+    assert time_model(torch, bound, absdiff, sets, cfg, capture=keep)["graphs"]["status"] == "ok"

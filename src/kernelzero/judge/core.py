@@ -65,6 +65,7 @@ from kernelzero.judge.sandbox.messages import (
 )
 from kernelzero.judge.sandbox.process import ChannelError, Sandbox, WarmSandboxes, describe_exit, isolation_mode
 from kernelzero.judge.stages import add_split, marks, stopwatch, waited
+from kernelzero.judge.timing import comparable
 from kernelzero.judge.triton_front import front_verdict
 from kernelzero.judge.verdict import Timing, Verdict
 from kernelzero.judge.wide import wide_plan
@@ -572,9 +573,8 @@ class Judge(MemoryPlanning, Comparing):
     @staticmethod
     def _attach_timing(verdict: Verdict, cand: dict, ref: Reference) -> None:
         verdict.timed = True
-        verdict.runtime = _timing(cand)
-        verdict.ref_runtime = _timing(ref.eager)
-        verdict.compile_runtime = _timing(ref.compiled)
+        verdict.timed_by, cand, eager, compiled = comparable(cand, ref.eager, ref.compiled)
+        verdict.runtime, verdict.ref_runtime, verdict.compile_runtime = map(_timing, (cand, eager, compiled))
         if verdict.runtime and verdict.runtime.median_ms > 0:
             if verdict.ref_runtime and verdict.ref_runtime.median_ms > 0:
                 verdict.speedup_eager = verdict.ref_runtime.median_ms / verdict.runtime.median_ms

@@ -44,6 +44,9 @@ class JudgeOptions:
     flush buffer, the placed inputs and all the timed calls allocate, side by side in new memory, so a timed call's
     pages lie beside the flush buffer's however long the worker has lived (a two-kernel eager module read about 1 us
     slower in some processes than in others; `bench/timing_probe.py` measures whether this removes it)."""
+    timing_graphs: bool = False
+    """Also time small tasks' calls replayed from captured CUDA graphs (`timing.graph_timing`); where candidate and
+    reference both have graph figures, speedups divide those (`Verdict.timed_by`). Off until measured."""
     build_timeout_s: float = 600.0
     """Wall-clock budget to import the candidate (CUDA builds happen here)."""
     front_check: bool = True
@@ -110,7 +113,8 @@ class JudgeOptions:
 
     def timing_config(self) -> dict:
         return {"warmup": self.warmup, "min_calls": self.min_calls, "max_calls": self.max_calls,
-                "budget_s": self.budget_s, "launch_cover": self.launch_cover, "own_pool": self.timing_pool}  # fmt: skip
+                "budget_s": self.budget_s, "launch_cover": self.launch_cover, "own_pool": self.timing_pool,
+                "graphs": self.timing_graphs}  # fmt: skip
 
     def to_dict(self) -> dict:
         return asdict(self)

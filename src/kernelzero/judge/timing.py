@@ -33,6 +33,9 @@ length, nor where the intermediate or the output lies, nor copies 66 MB apart mo
 So the flush buffer, the copies and all the timed calls allocate from one private pool made for the timing
 (`own_pool`): a timed call's pages lie beside the flush buffer's whatever the process mapped before. That this
 removes the mode is not yet measured (`bench/timing_probe.py`: `pool` against `no_pool`, long-lived and fresh).
+With `graphs` (off) small tasks are also timed replaying CUDA graphs captured from the module, one launch per call
+whatever the module launches (`graph_timing`, which also says how a module that computes only while captured is
+kept from those figures); a speedup divides graph figures where both sides have them (`comparable`).
 """
 
 from __future__ import annotations
@@ -81,6 +84,11 @@ class TimingConfig:
     warm-up, then this one). The copies and calls in a pool of their own with the flush buffer outside it did not
     move the two-kernel mode on an H100 (`bench/README.md`); with the flush buffer inside, not yet measured."""
     calls_per_placement: int = 5  # at least this many timed calls per copy
+    graphs: bool = False
+    """Where the inputs are placed and there are two input sets or more, also time the calls replayed from captured
+    CUDA graphs (`graph_timing`: one graph per copy and set, no host launch inside a call), reported under `graphs`
+    beside the eager events; the judge compares a candidate's and its reference's graph figures where both have
+    them. Off: not yet measured against the eager protocol across processes (`bench/timing_probe.py`)."""
 
 
 PAGE = 2 * 2**20  # a GPU's large page; placements differ by their phase within one
@@ -184,12 +192,13 @@ def summarize(times_ms: list[float]) -> dict:
     return {"median_ms": statistics.median(ordered), "iqr_ms": iqr, "min_ms": ordered[0], "n": len(ordered)}
 
 
-def _timed_calls(bound, model, copies, n, flush, unpin, cover, checked, capture):
+def _timed_calls(bound, model, copies, n, flush, unpin, cover, checked, capture, replays=None):
     """The timed loop of `time_model`: per call the flush, the cover and the call between its events; call i uses
-    input set i % k of copy (i // k) % len(copies). Returns the event times (ms), each cover's GPU length (us), the
-    host's time from each cover's launch to the call's return (s), and the captured outputs. An event before each
-    cover gives its GPU length: a call whose host time exceeds it may have been reached by the GPU before the host
-    finished enqueuing it (its events then hold host gaps)."""
+    input set i % k of copy (i // k) % len(copies) (or, with `replays`, replays that copy's and set's graph). Returns
+    the event times (ms), each cover's GPU length (us), the host's time from each cover's launch to the call's
+    return (s), and the captured outputs. An event before each cover gives its GPU length: a call whose host time
+    exceeds it may have been reached by the GPU before the host finished enqueuing it (its events then hold host
+    gaps)."""
     k = len(copies[0])
     starts = [bound.event(enable_timing=True) for _ in range(n)]
     ends = [bound.event(enable_timing=True) for _ in range(n)]
@@ -205,7 +214,8 @@ def _timed_calls(bound, model, copies, n, flush, unpin, cover, checked, capture)
             t0 = bound.perf_counter()
             bound.sleep(cover[0])
         starts[i].record()
-        out = model(*copies[(i // k) % len(copies)][i % k])
+        c = (i // k) % len(copies)
+        out = replays[c][i % k]() if replays is not None else model(*copies[c][i % k])
         ends[i].record()
         if cover is not None:
             host_s.append(bound.perf_counter() - t0)
@@ -214,6 +224,86 @@ def _timed_calls(bound, model, copies, n, flush, unpin, cover, checked, capture)
     bound.synchronize()  # device-wide: every stream
     event_ms = [bound.elapsed(a, b) for a, b in zip(starts, ends)]
     return event_ms, [bound.elapsed(a, b) * 1e3 for a, b in zip(marks, starts)], host_s, captured
+
+
+def _copy_medians(event_ms: list[float], k: int, count: int) -> list[float]:
+    """Each placed copy's median event time: call i used copy (i // k) % count."""
+    return [statistics.median(t for i, t in enumerate(event_ms) if (i // k) % count == p) for p in range(count)]
+
+
+def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected: dict) -> dict:
+    """The timed calls again, each replaying a CUDA graph captured from the module on that copy and input set: the
+    host launches one graph per call whatever the module launches. `{"status": "ok", "events", "placements",
+    "cover_audit"}`, or `{"status": why not}` where the figures would not be the module's own work:
+
+    - each graph is captured (after a warm-up call on a side stream, as torch asks) on the inputs as they are, then
+      every copy's input set j takes set (j + 1) % k's values before any replay, so what a module computed while
+      being captured (or left in a buffer of its own) is for the wrong inputs;
+    - one replay of each graph must then give, bit for bit, the eager timed call's output (`expected`, what
+      `capture` kept) of the set whose values it now reads; otherwise (nondeterministic kernels too) `differs`;
+    - a module that cannot be captured (a host sync, an allocation outside the graph's pool) is `uncapturable`;
+      two input sets are needed, of one shape each (`sets`), and the graph API (`unavailable`).
+    The eager figures stay the reported `events` either way; the judge uses these where candidate and reference both
+    have them (`core`)."""
+    api, k = getattr(bound, "graph_api", None), len(copies[0])
+    if api is None or capture is None or k < 2 or len(expected) < k:
+        return {"status": "unavailable"}
+    tensors = [[i for i, x in enumerate(args) if isinstance(x, bound.tensor_type)] for args in copies[0]]
+    shapes = [[(copies[0][j][i].shape, copies[0][j][i].dtype) for i in tensors[j]] for j in range(k)]
+    if any(t != tensors[0] or sh != shapes[0] for t, sh in zip(tensors, shapes)):
+        return {"status": "sets"}
+    graph, graph_ctx, stream, stream_ctx, current = api
+    graphs = []
+    try:
+        for copy in copies:
+            row = []
+            for args in copy:
+                side = stream()
+                side.wait_stream(current())
+                with stream_ctx(side):
+                    model(*args)
+                current().wait_stream(side)
+                g = graph()
+                with graph_ctx(g):
+                    out = model(*args)
+                row.append((g, out))
+            graphs.append(row)
+    except Exception as exc:  # the module cannot be captured: it is timed eagerly only
+        bound.synchronize()
+        return {"status": "uncapturable", "why": f"{type(exc).__name__}: {exc}"[:300]}
+    for copy in copies:  # set j's buffers take set j + 1's values
+        values = [[bound.clone(copy[j][i]) for i in tensors[0]] for j in range(k)]
+        for j in range(k):
+            for i, v in zip(tensors[0], values[(j + 1) % k]):
+                bound.copy(copy[j][i], v)
+    for row in graphs:
+        for j, (g, out) in enumerate(row):
+            g.replay()
+            got, want = capture(out), expected[(j + 1) % k]
+            if got[0] != want[0] or len(got[1]) != len(want[1]) or not all(
+                a is not None and b is not None and bound.equal(a, b) for a, b in zip(got[1], want[1])
+            ):
+                return {"status": "differs"}
+    replays = [[(lambda g=g, out=out: (g.replay(), out)[1]) for g, out in row] for row in graphs]
+    event_ms, cover_us, host_s, _ = _timed_calls(bound, None, copies, n, flush, unpin, cover, {}, None, replays)
+    per_copy = _copy_medians(event_ms, k, len(copies))
+    return {"status": "ok", "events": {**summarize(event_ms), "median_ms": statistics.fmean(per_copy)},
+            "placements": [round(m, 6) for m in per_copy],
+            "cover_audit": _cover_audit(cover_us, host_s) if cover is not None else None}  # fmt: skip
+
+
+def _replayed(stats: dict | None) -> dict | None:
+    graphs = (stats or {}).get("graphs")
+    return graphs if isinstance(graphs, dict) and graphs.get("status") == "ok" else None
+
+
+def comparable(cand: dict, eager: dict | None, compiled: dict | None) -> tuple[str, dict, dict | None, dict | None]:
+    """(how the figures were taken, the candidate's, the eager reference's, the compiled reference's) that a speedup
+    divides: the graph replays (`graph_timing`) where the candidate and the eager reference both have them (the
+    compiled reference's too, else none of it: no ratio across the two protocols), else the eager calls'."""
+    if _replayed(cand) is not None and _replayed(eager) is not None:
+        return "graphs", _replayed(cand), _replayed(eager), _replayed(compiled)
+    return "calls", cand, eager, compiled
 
 
 def _cover_audit(cover_us: list[float], host_s: list[float]) -> dict:
@@ -328,6 +418,10 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
                     break
                 us = min(cfg.cover_max_us, max(2 * cover[1], 2 * audit["host_max_us"]))
                 cover, retimed = (int(cover[0] * us / cover[1]), us), True
+        # Outside the pool's routing: a graph's capture allocates from a pool of its own, never reused around it.
+        graphs = None
+        if placed and cfg.graphs:
+            graphs = graph_timing(bound, model, copies, n, flush, unpin, cover, capture, captured)
         # Wall clock per call, each bracketed by device-wide syncs, and the current stream's events around the
         # same call with nothing queued before it (the span: the host's enqueue and the stream's work, no cover):
         # work hidden on a side stream shows in the wall and not in the span (the `side_stream` guard compares
@@ -349,8 +443,7 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         _, wall_ms, span_ms = min(rounds, key=lambda r: r[0])
     events = summarize(event_ms)
     if placed:  # the mean of the copies' medians: a typical layout's time, not whichever one the process drew
-        per_copy = [statistics.median(event_ms[i] for i in range(n) if (i // k) % len(copies) == p)
-                    for p in range(len(copies))]  # fmt: skip
+        per_copy = _copy_medians(event_ms, k, len(copies))
         events["median_ms"] = statistics.fmean(per_copy)
     result = {"events": events, "wall": summarize(wall_ms), "span": summarize(span_ms),
               "config": asdict(cfg),
@@ -358,6 +451,8 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
               "cover_audit": audit and {**audit, "retimed": retimed},
               "placements": [round(m, 6) for m in per_copy] if placed else None,
               "wall_rounds": len(rounds)}  # fmt: skip
+    if graphs is not None:
+        result["graphs"] = graphs
     if capture is not None:
         result["captured"] = [captured[j] for j in sorted(captured)]
     return result

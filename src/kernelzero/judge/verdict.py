@@ -43,6 +43,7 @@ class Verdict:
     backend: str = ""
     device: str = ""
     timed: bool = False  # False on CPU (Triton interpreter): correctness only, no runtimes
+    timed_by: str | None = None  # "calls" (eager calls between events) or "graphs" (replayed CUDA graphs; both sides)
     runtime: Timing | None = None  # the candidate
     ref_runtime: Timing | None = None  # the reference Model, eager
     compile_runtime: Timing | None = None  # torch.compile(Model)

@@ -154,13 +154,15 @@ class Bound:
             names = ("_cuda_beginAllocateCurrentThreadToPool", "_cuda_endAllocateToPool", "_cuda_releasePool")
             api = (getattr(torch.cuda, "MemPool", None), *(getattr(torch._C, n, None) for n in names))
             self.pool_api = (*api, torch.cuda.current_device) if all(api) else None  # timing.own_pool
+            cuda = torch.cuda  # timing.graph_timing's capture and replay
+            self.graph_api = (cuda.CUDAGraph, cuda.graph, cuda.Stream, cuda.stream, cuda.current_stream)
         else:  # host clocks, for the timing protocol on CPU (JudgeOptions.timing_on_cpu)
             self.event = _host_event(time.perf_counter)
             self.synchronize = lambda: None
             self.elapsed = lambda start, end: (end.t - start.t) * 1e3
             self.sleep = None
             self.empty_cache = lambda: None
-            self.pool_api = None
+            self.pool_api = self.graph_api = None
 
     def writer(self, name: str) -> PackWriter:
         """A writer into the sandbox's `name` memfd (`sandbox.OUTPUTS`): tensors go in as they are produced

@@ -42,14 +42,20 @@ def _short(v: str) -> bool:
 _SUMMARY = {"median_ms", "iqr_ms", "min_ms", "n"}  # `timing.summarize`'s keys, exactly `verdict.Timing`'s fields
 
 
-def _timing_stats(v: dict) -> bool:
-    """`time_model`'s summaries: `events` and `wall` (and `span`, when sent) each exactly the summary's keys, finite
-    numbers."""
+def _summaries(v: dict, keys) -> bool:
     return all(
         isinstance(v.get(k), dict) and set(v[k]) == _SUMMARY
         and all(type(x) in (int, float) and math.isfinite(x) for x in v[k].values())
-        for k in ("events", "wall", *(("span",) if "span" in v else ()))
+        for k in keys
     )  # fmt: skip
+
+
+def _timing_stats(v: dict) -> bool:
+    """`time_model`'s summaries: `events` and `wall` (and `span`, when sent) each exactly the summary's keys, finite
+    numbers; `graphs`, when sent, a dict whose `events` are such a summary where its `status` is `ok`."""
+    graphs = v.get("graphs", {})
+    replayed = isinstance(graphs, dict) and (graphs.get("status") != "ok" or _summaries(graphs, ("events",)))
+    return replayed and _summaries(v, ("events", "wall", *(("span",) if "span" in v else ())))
 
 
 Count = Annotated[int, _non_negative]
