@@ -125,4 +125,5 @@ def test_graph_timing_on_a_gpu_and_a_module_that_cannot_be_captured(torch):
     assert 0 < stats["graphs"]["events"]["median_ms"] <= stats["events"]["median_ms"] * 1.5
     stats = time_model(torch, bound, syncs, sets, cfg, capture=keep)
     assert stats["graphs"]["status"] == "uncapturable" and stats["events"]["n"] >= 20
+    assert torch.cuda.current_stream() == torch.cuda.default_stream()  # the failed capture's stream is not left
     assert time_model(torch, bound, absdiff, sets, cfg, capture=keep)["graphs"]["status"] == "ok"

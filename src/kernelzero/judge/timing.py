@@ -252,7 +252,7 @@ def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected
     shapes = [[(copies[0][j][i].shape, copies[0][j][i].dtype) for i in tensors[j]] for j in range(k)]
     if any(t != tensors[0] or sh != shapes[0] for t, sh in zip(tensors, shapes)):
         return {"status": "sets"}
-    graph, graph_ctx, stream, stream_ctx, current = api
+    graph, stream, stream_ctx, current = api
     graphs = []
     try:
         for copy in copies:
@@ -260,12 +260,16 @@ def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected
             for args in copy:
                 side = stream()
                 side.wait_stream(current())
+                # Not `torch.cuda.graph`: where its capture_end raises, it leaves the side stream current for good.
                 with stream_ctx(side):
-                    model(*args)
+                    model(*args)  # a warm-up call off the default stream, as torch asks before a capture
+                    g = graph()
+                    g.capture_begin()
+                    try:
+                        out = model(*args)
+                    finally:
+                        g.capture_end()
                 current().wait_stream(side)
-                g = graph()
-                with graph_ctx(g):
-                    out = model(*args)
                 row.append((g, out))
             graphs.append(row)
     except Exception as exc:  # the module cannot be captured: it is timed eagerly only
