@@ -1,4 +1,5 @@
-"""Test-only helpers: scripted fakes of the judge and a parser that lets random tiny-model text through.
+"""Test-only helpers: scripted fakes of the judge, a parser that lets random tiny-model text through, and a stand-in
+clock for the worker's timing protocol.
 
 TEST FIXTURES ONLY. `ScriptedJudge` returns verdicts chosen by the test, so the rewards TRL sees can be asserted
 exactly; the tiny model itself comes from `kernelzero.generation.tiny` (the `tiny_model_dir` fixture in conftest.py).
@@ -62,3 +63,33 @@ def eval_summary(path: Path, pass1: float, weights: str | None = None) -> None:
         v = Verdict(status="ok", correct=True, timed=True, **timing) if ok else Verdict.fail("incorrect", "off")
         records.append(EvalRecord(f"t{i}", None, 0, 1, "code", v))
     write_report(path, records, [1], {"weights": weights}, plots=False)
+
+
+def copy_clock():
+    """The worker's real `Bound` on CPU with a stand-in clock (`timing.time_model` runs through it): a call's time is
+    1 ms plus 0.1 ms per placed copy index of the input it read, which each call appends to `clock.calls` (the copy
+    is read from the address, within the block `empty_bytes` made for the copies: `clock.copy_of`)."""
+    import torch
+
+    from kernelzero.judge.sandbox.harness import Bound
+    from kernelzero.judge.timing import PAGE
+
+    clock = Bound(torch)
+    clock.copy_of = lambda ptr: None  # an input's address -> its copy's index
+    clock.calls = []
+    original = clock.empty_bytes
+
+    def empty_bytes(n, device):  # each copy lies in its own stride of the block: learn the block
+        arena = original(n, device)
+        first, stride = arena.data_ptr() + (-arena.data_ptr() % PAGE), (n - PAGE) // 8
+        clock.copy_of = lambda ptr: (ptr - first) // stride if ptr >= first else None
+        return arena
+
+    class _Event:
+        def record(self):
+            self.call = len(clock.calls)
+
+    clock.empty_bytes = empty_bytes
+    clock.event = lambda enable_timing=True: _Event()
+    clock.elapsed = lambda start, end: 1.0 + 0.1 * (clock.copy_of(clock.calls[end.call - 1]) or 0)
+    return clock

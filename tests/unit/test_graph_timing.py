@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kernelzero.judge.sandbox.harness import Bound
 from kernelzero.judge.sandbox.messages import _timing_stats
-from kernelzero.judge.timing import PAGE, comparable, time_model
+from kernelzero.judge.timing import comparable, time_model
+from support import copy_clock
 
 
 class _Graphs:
@@ -58,32 +58,6 @@ class _Graphs:
             run()
 
 
-class _Clock(Bound):
-    """The real `Bound` on CPU with a stand-in clock: a call's time is 1 ms plus 0.1 ms per copy index of its input
-    (read from the input's address within the placed copies' block)."""
-
-    def __init__(self):
-        super().__init__(torch)
-        self.copy_of = lambda ptr: None
-        self.calls: list[int] = []
-        clock = self
-        original = self.empty_bytes
-
-        def empty_bytes(n, device):  # each copy lies in its own stride of the block: learn the block
-            arena = original(n, device)
-            first, stride = arena.data_ptr() + (-arena.data_ptr() % PAGE), (n - PAGE) // 8
-            clock.copy_of = lambda ptr: (ptr - first) // stride if ptr >= first else None
-            return arena
-
-        class _Event:
-            def record(self):
-                self.call = len(clock.calls)
-
-        self.empty_bytes = empty_bytes
-        self.event = lambda enable_timing=True: _Event()
-        self.elapsed = lambda start, end: 1.0 + 0.1 * (self.copy_of(self.calls[end.call - 1]) or 0)
-
-
 def _sets(k=3, shapes=None):
     g = torch.Generator().manual_seed(0)
     shape = (lambda j: shapes[j]) if shapes else (lambda j: (64, 256))
@@ -91,7 +65,7 @@ def _sets(k=3, shapes=None):
 
 
 def _timed(module_of, sets=None, **cfg):
-    clock = _Clock()
+    clock = copy_clock()
     graphs = _Graphs(clock)
     clock.graph_api = graphs.api()
     fake_torch = SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True), no_grad=torch.no_grad)

@@ -12,6 +12,7 @@ import torch
 from kernelzero.judge.sandbox import harness
 from kernelzero.judge.sandbox.harness import Bound, ForwardWatch, LaunchCounter, checked_forward
 from kernelzero.judge.timing import ALIGN, PAGE, placed_sets, time_model
+from support import copy_clock
 
 
 def _sets():
@@ -56,35 +57,8 @@ def test_inputs_that_are_not_placed(case):
     assert placed_sets(Bound(torch), sets, count, limit) is None
 
 
-class _Clock(Bound):
-    """The real `Bound` on CPU with a stand-in clock: a call's time is 1 ms plus 0.1 ms per copy index of its first
-    input (which copy it is is read from the input's address)."""
-
-    def __init__(self):
-        super().__init__(torch)
-        self.copy_of = lambda ptr: None  # a first input's address -> its copy's index
-        self.calls: list[int] = []
-        clock = self
-
-        class _Event:
-            def record(self):
-                self.call = len(clock.calls)
-
-        self.event = lambda enable_timing=True: _Event()
-        self.elapsed = lambda start, end: 1.0 + 0.1 * (self.copy_of(self.calls[end.call - 1]) or 0)
-
-
 def test_calls_rotate_over_the_copies_and_the_median_is_the_mean_of_theirs():
-    clock, sets = _Clock(), _sets()
-    original = clock.empty_bytes
-
-    def empty_bytes(n, device):  # each copy lies in its own stride of the block: learn the block
-        arena = original(n, device)
-        first, stride = arena.data_ptr() + (-arena.data_ptr() % PAGE), (n - PAGE) // 8
-        clock.copy_of = lambda ptr: (ptr - first) // stride if ptr >= first else None
-        return arena
-
-    clock.empty_bytes = empty_bytes
+    clock, sets = copy_clock(), _sets()
 
     def model(x, *rest):
         clock.calls.append(x.data_ptr())
@@ -130,7 +104,7 @@ def test_the_flush_buffer_copies_and_timed_calls_allocate_from_a_pool_of_their_o
     timed call run while allocations route to a new private pool; warm-up, the estimate and the wall-clock rounds run
     outside it, and the pool is left and released once the timed calls are done. Large inputs (not placed) are timed
     without a pool, their flush buffer in the process's: their outputs would be held twice."""
-    clock, pools = _Clock(), _Pools()
+    clock, pools = copy_clock(), _Pools()
     clock.pool_api = pools.api()
     original = clock.empty_bytes
     arena_routed = []
@@ -168,7 +142,7 @@ def test_the_flush_buffer_copies_and_timed_calls_allocate_from_a_pool_of_their_o
 def test_a_timing_without_its_own_pool_and_a_bound_without_pools():
     """`own_pool` off: the placed copies and calls stay in the process's pool. A `Bound` on CPU has no pool API
     (`pool_api` None): the timing runs as it would without one (`own_pool` on, the default)."""
-    clock, pools = _Clock(), _Pools()
+    clock, pools = copy_clock(), _Pools()
     clock.pool_api = pools.api()
     fake_torch = SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True), no_grad=torch.no_grad)
     cfg = {"warmup": 2, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "flush_l2": False, "launch_cover": False}
@@ -176,7 +150,7 @@ def test_a_timing_without_its_own_pool_and_a_bound_without_pools():
                        {**cfg, "own_pool": False})  # fmt: skip
     assert stats["events"]["n"] == 120 and pools.log == []
     assert Bound(torch).pool_api is None  # CPU: no CUDA, no private pools
-    bare = _Clock()
+    bare = copy_clock()
     stats = time_model(fake_torch, bare, lambda x, *rest: bare.calls.append(x.data_ptr()) or x, _sets(), cfg)
     assert stats["events"]["n"] == 120
 
@@ -247,7 +221,7 @@ def test_launches_that_compile_are_counted_as_the_watch_s_excuse(monkeypatch):
 def test_the_l2_flush_before_each_timed_call_writes_zeros_or_reads(reads):
     """Before every timed call the flush buffer is summed (`flush_reads`, the default: a read leaves L2 holding clean
     lines, none to write back during the next call) or written with zeros (every figure before 6fa72e6)."""
-    clock, sets, log = _Clock(), _sets(), []
+    clock, sets, log = copy_clock(), _sets(), []
 
     class Buffer:
         def zero_(self):
