@@ -226,9 +226,11 @@ def _timed_calls(bound, model, copies, n, flush, unpin, cover, checked, capture,
     return event_ms, [bound.elapsed(a, b) * 1e3 for a, b in zip(marks, starts)], host_s, captured
 
 
-def _copy_medians(event_ms: list[float], k: int, count: int) -> list[float]:
-    """Each placed copy's median event time: call i used copy (i // k) % count."""
-    return [statistics.median(t for i, t in enumerate(event_ms) if (i // k) % count == p) for p in range(count)]
+def _placed_summary(event_ms: list[float], k: int, count: int) -> tuple[dict, list[float]]:
+    """The summary of calls rotated over `count` placed copies (call i used copy (i // k) % count), its median the
+    mean of the copies' medians (a typical layout's time, not whichever one the process drew), and those medians."""
+    per_copy = [statistics.median(t for i, t in enumerate(event_ms) if (i // k) % count == p) for p in range(count)]
+    return {**summarize(event_ms), "median_ms": statistics.fmean(per_copy)}, per_copy
 
 
 def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected: dict) -> dict:
@@ -290,9 +292,8 @@ def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected
                 return {"status": "differs"}
     replays = [[(lambda g=g, out=out: (g.replay(), out)[1]) for g, out in row] for row in graphs]
     event_ms, cover_us, host_s, _ = _timed_calls(bound, None, copies, n, flush, unpin, cover, {}, None, replays)
-    per_copy = _copy_medians(event_ms, k, len(copies))
-    return {"status": "ok", "events": {**summarize(event_ms), "median_ms": statistics.fmean(per_copy)},
-            "placements": [round(m, 6) for m in per_copy],
+    events, per_copy = _placed_summary(event_ms, k, len(copies))
+    return {"status": "ok", "events": events, "placements": [round(m, 6) for m in per_copy],
             "cover_audit": _cover_audit(cover_us, host_s) if cover is not None else None}  # fmt: skip
 
 
@@ -445,10 +446,7 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
             if not hides_work(wall_median, span_median):
                 break
         _, wall_ms, span_ms = min(rounds, key=lambda r: r[0])
-    events = summarize(event_ms)
-    if placed:  # the mean of the copies' medians: a typical layout's time, not whichever one the process drew
-        per_copy = _copy_medians(event_ms, k, len(copies))
-        events["median_ms"] = statistics.fmean(per_copy)
+    events, per_copy = _placed_summary(event_ms, k, len(copies)) if placed else (summarize(event_ms), None)
     result = {"events": events, "wall": summarize(wall_ms), "span": summarize(span_ms),
               "config": asdict(cfg),
               "cover_us": round(cover[1], 1) if cover is not None else None,
