@@ -106,8 +106,9 @@ def test_a_timing_s_own_pool_is_a_private_pool_and_is_released(torch):
 
 def test_graph_timing_on_a_gpu_and_a_module_that_cannot_be_captured(torch):
     """An eager two-kernel module is timed from its replayed graphs as well (its outputs after the input sets'
-    swap equal the eager ones); a module that syncs with the host inside its forward cannot be captured, is timed
-    eagerly only, and the process times graphs again after it."""
+    swap equal the eager ones); a module that syncs with the host inside its forward, or launches on the legacy
+    default stream (as a CUDA extension's `k<<<g, b>>>` does), cannot be captured, is timed eagerly only, and the
+    process times graphs again after it, with no error left pending for the next launch."""
     bound = Bound(torch)
     sets = [[torch.randn(64, 256, device="cuda"), torch.randn(64, 256, device="cuda")] for _ in range(3)]
     cfg = {"warmup": 3, "min_calls": 20, "max_calls": 40, "budget_s": 0.01, "graphs": True}
@@ -120,10 +121,18 @@ def test_graph_timing_on_a_gpu_and_a_module_that_cannot_be_captured(torch):
         d = (x - y).abs()
         return d * float(d.sum().item() > 0)
 
+    def legacy_stream(x, y):
+        with torch.cuda.stream(torch.cuda.default_stream()):
+            return (x - y).abs()
+
     stats = time_model(torch, bound, absdiff, sets, cfg, capture=keep)
     assert stats["graphs"]["status"] == "ok", stats["graphs"]
     assert 0 < stats["graphs"]["events"]["median_ms"] <= stats["events"]["median_ms"] * 1.5
     stats = time_model(torch, bound, syncs, sets, cfg, capture=keep)
     assert stats["graphs"]["status"] == "uncapturable" and stats["events"]["n"] >= 20
     assert torch.cuda.current_stream() == torch.cuda.default_stream()  # the failed capture's stream is not left
+    assert time_model(torch, bound, absdiff, sets, cfg, capture=keep)["graphs"]["status"] == "ok"
+    stats = time_model(torch, bound, legacy_stream, sets, cfg, capture=keep)
+    assert stats["graphs"]["status"] == "uncapturable" and stats["events"]["n"] >= 20, stats["graphs"]
+    assert torch.cuda.current_stream() == torch.cuda.default_stream()
     assert time_model(torch, bound, absdiff, sets, cfg, capture=keep)["graphs"]["status"] == "ok"
