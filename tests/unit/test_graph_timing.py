@@ -17,11 +17,39 @@ from kernelzero.judge.timing import comparable, time_model
 from support import copy_clock
 
 
+class _Allocator:
+    """The caching allocator's private pools as torch keeps them (`Bound.pool_api`'s shape): the pools being
+    recorded into, each from its begin to its end, and the pools released; releasing one while any recording is
+    still underway is torch's internal assert (`captures_underway.empty()`), which aborts the process."""
+
+    def __init__(self):
+        self.recording, self.released, self.made = [], [], 0
+
+    def api(self):
+        def make():
+            self.made += 1
+            return SimpleNamespace(id=("own", self.made))
+
+        return make, self.begin, self.end, self.release, lambda: 0
+
+    def begin(self, device, pool):
+        self.recording.append(pool)
+
+    def end(self, device, pool):
+        if pool not in self.recording:
+            raise RuntimeError("endAllocatePool: not currently recording to mempool_id")
+        self.recording.remove(pool)
+
+    def release(self, device, pool):
+        assert not self.recording, "captures_underway.empty() INTERNAL ASSERT FAILED"
+        self.released.append(pool)
+
+
 class _Graphs:
     """The stand-in graph API (`Bound.graph_api`'s shape) and a launcher for the test's modules."""
 
     def __init__(self, clock):
-        self.capturing, self.replays, self.clock = None, 0, clock
+        self.capturing, self.replays, self.clock, self.allocator = None, 0, clock, _Allocator()
 
     def api(self):
         fake = self
@@ -31,10 +59,17 @@ class _Graphs:
                 self.work = []
 
             def capture_begin(self):
-                fake.capturing = self
+                fake.capturing, self.invalid = self, False
+                fake.allocator.begin(0, self.pool())
 
-            def capture_end(self):
+            def capture_end(self):  # as torch's: raises before telling the allocator where the capture was invalid
                 fake.capturing = None
+                if self.invalid:
+                    raise RuntimeError("operation failed due to a previous error during capture")
+                fake.allocator.end(0, self.pool())
+
+            def pool(self):
+                return ("graph", id(self))
 
             def replay(self):
                 fake.replays += 1
@@ -64,10 +99,12 @@ def _sets(k=3, shapes=None):
     return [[torch.randn(*shape(j), generator=g), torch.randn(*shape(j), generator=g)] for j in range(k)]
 
 
-def _timed(module_of, sets=None, **cfg):
+def _timed(module_of, sets=None, pools=False, **cfg):
     clock = copy_clock()
     graphs = _Graphs(clock)
     clock.graph_api = graphs.api()
+    if pools:  # the timing's own pool and each graph's go through the stand-in allocator
+        clock.pool_api = graphs.allocator.api()
     fake_torch = SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True), no_grad=torch.no_grad)
     config = {"warmup": 2, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "flush_l2": False,
               "launch_cover": False, "graphs": True, **cfg}  # fmt: skip
@@ -151,6 +188,31 @@ def test_a_module_that_cannot_be_captured_is_timed_eagerly_only():
     stats, _ = _timed(module)
     assert stats["graphs"]["status"] == "uncapturable" and "not permitted" in stats["graphs"]["why"]
     assert stats["events"]["n"] == 120
+
+
+def test_a_capture_torch_could_not_end_is_ended_with_the_allocator_before_any_pool_is_released():
+    """An invalidated capture (here a host sync inside it) makes torch's `capture_end` raise before it tells the
+    caching allocator: left so, the next release of a private pool (the next timing's own, at its end) aborts the
+    process (as on an H100). The graph's recording is ended and its pool released; a valid capture's is left to
+    torch."""
+
+    def module(graphs):
+        def forward(x, y):
+            if graphs.capturing is not None:
+                graphs.capturing.invalid = True  # as CUDA marks a capture after an illegal call
+                raise RuntimeError("operation not permitted when stream is capturing")
+            graphs.clock.calls.append(x.data_ptr())
+            return (x - y).abs()
+
+        return forward
+
+    stats, graphs = _timed(module, pools=True)
+    assert stats["graphs"]["status"] == "uncapturable" and stats["events"]["n"] == 120
+    assert graphs.allocator.recording == []
+    assert [p[0] for p in graphs.allocator.released] == ["own", "graph"]  # the timing's own, then the graph's
+    stats, graphs = _timed(honest, pools=True)
+    assert stats["graphs"]["status"] == "ok" and graphs.allocator.recording == []
+    assert [p[0] for p in graphs.allocator.released] == ["own"]  # 24 valid captures: torch releases their pools
 
 
 def _stats(graphs: dict | None = None, median=1.0):

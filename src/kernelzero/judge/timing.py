@@ -270,7 +270,7 @@ def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected
                     try:
                         out = model(*args)
                     finally:
-                        g.capture_end()
+                        _end_capture(bound, g)
                 current().wait_stream(side)
                 row.append((g, out))
             graphs.append(row)
@@ -295,6 +295,24 @@ def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected
     events, per_copy = _placed_summary(event_ms, k, len(copies))
     return {"status": "ok", "events": events, "placements": [round(m, 6) for m in per_copy],
             "cover_audit": _cover_audit(cover_us, host_s) if cover is not None else None}  # fmt: skip
+
+
+def _end_capture(bound, g) -> None:
+    """`g.capture_end()`. Where it raises (the capture was invalidated: a host sync, a launch on the legacy default
+    stream), torch has not yet told the caching allocator that the capture is over: the allocator would go on routing
+    the side stream's allocations into the dead graph's pool, and abort the process (an internal assert) at the next
+    release of any private pool, such as the timing's own (`own_pool`). That recording is ended and the graph's pool
+    released here; where torch had ended it (the module raised, the capture itself was valid), nothing is undone."""
+    try:
+        g.capture_end()
+    except Exception:
+        api = getattr(bound, "pool_api", None)
+        if api is not None:
+            _, _, end, release, current = api
+            with contextlib.suppress(RuntimeError):  # "not currently recording": torch ended it
+                end(current(), g.pool())
+                release(current(), g.pool())
+        raise
 
 
 def _replayed(stats: dict | None) -> dict | None:
