@@ -23,7 +23,7 @@ candidate fails, 2 on bad arguments.
     python bench/timing_stability.py --merge a.partial.json b.partial.json --out timing_stability.json
     python bench/timing_stability.py --no-launch-cover --out before.json    # the same without the launch cover
     python bench/timing_stability.py --no-timing-pool --out no_pool.json     # without each timing's memory pool
-    python bench/timing_stability.py --graphs --out graphs.json              # speedups from replayed CUDA graphs
+    python bench/timing_stability.py --no-graphs --out eager.json            # eager calls only, no graph replay
 """
 
 from __future__ import annotations
@@ -132,9 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-launch-cover", action="store_true", help="time without the launch cover (for comparison)")
     ap.add_argument("--no-timing-pool", action="store_true",
                     help="time small tasks without a memory pool of each timing's own (JudgeOptions.timing_pool)")
-    ap.add_argument("--graphs", action="store_true",
-                    help="speedups from replayed CUDA graphs where candidate and reference both allow them "
-                         "(JudgeOptions.timing_graphs)")
+    ap.add_argument("--no-graphs", action="store_true",
+                    help="speedups from eager calls only, never from replayed CUDA graphs (JudgeOptions.timing_graphs "
+                         "off; for comparison)")
     ap.add_argument("--only", choices=["alone", "batch"], default=None,
                     help="run one half (a command's time limit): its figures go to OUT.partial.json for --merge")
     ap.add_argument("--merge", type=Path, nargs="+", default=None,
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     from kernelzero.judge.pool import JudgePool
 
     opts = JudgeOptions(device="cuda", compile_baseline=False, launch_cover=not args.no_launch_cover,
-                        timing_pool=not args.no_timing_pool, timing_graphs=args.graphs)  # fmt: skip
+                        timing_pool=not args.no_timing_pool, timing_graphs=not args.no_graphs)  # fmt: skip
     opts.run_timeout_s = 30.0  # the mix's hangs end here, as in judge_throughput --mix
     cases = chosen()
     batch = mix("cuda") + mix("triton")

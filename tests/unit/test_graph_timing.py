@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from kernelzero.judge.sandbox.messages import _timing_stats
-from kernelzero.judge.timing import comparable, time_model
+from kernelzero.judge import JudgeOptions
+from kernelzero.judge.timing import TimingConfig, comparable, time_model
 from support import copy_clock
 
 
@@ -132,7 +133,9 @@ def test_an_honest_module_is_timed_from_its_graphs_after_they_give_the_eager_out
     assert stats["events"]["median_ms"] == pytest.approx(1.35)  # the eager figure is still reported
 
 
-def test_graphs_are_off_by_default_and_need_two_input_sets_of_one_shape():
+def test_graphs_are_on_by_default_can_be_turned_off_and_need_two_input_sets_of_one_shape():
+    assert TimingConfig().graphs and JudgeOptions().timing_graphs
+    assert JudgeOptions(timing_graphs=False).timing_config()["graphs"] is False
     stats, graphs = _timed(honest, graphs=False)
     assert "graphs" not in stats and graphs.replays == 0
     assert _timed(honest, sets=_sets(k=1))[0]["graphs"]["status"] == "unavailable"
@@ -173,6 +176,34 @@ def test_a_module_that_answers_a_capture_from_its_own_buffer_is_not_timed_from_g
         return forward
 
     assert _timed(module)[0]["graphs"] == {"status": "differs"}
+
+
+def test_a_graph_that_computes_on_its_first_replay_only_is_not_timed_from_graphs():
+    """Honest eagerly; what it records while captured computes once (the checked replay) and leaves its output
+    as it is at every later replay. The timed replays read values moved on since that check, and one of them per set
+    is checked: its stale output gives it away."""
+
+    def module(graphs):
+        def forward(x, y):
+            out = torch.empty_like(x)
+            if graphs.capturing is None:
+                graphs.launch(x, lambda: torch.sub(x, y, out=out).abs_())
+                return out
+            ran = []
+
+            def once():
+                if not ran:
+                    torch.sub(x, y, out=out).abs_()
+                    ran.append(True)
+
+            graphs.launch(x, once)
+            return out
+
+        return forward
+
+    stats, graphs = _timed(module)
+    assert stats["graphs"] == {"status": "differs"} and graphs.replays == 24 + 120
+    assert stats["events"]["n"] == 120
 
 
 def test_a_module_that_cannot_be_captured_is_timed_eagerly_only():

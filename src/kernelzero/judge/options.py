@@ -44,9 +44,13 @@ class JudgeOptions:
     flush buffer, the placed inputs and all the timed calls allocate, side by side in new memory, so a timed call's
     pages lie beside the flush buffer's however long the worker has lived (a two-kernel eager module read about 1 us
     slower in some processes than in others; `bench/timing_probe.py` measures whether this removes it)."""
-    timing_graphs: bool = False
+    timing_graphs: bool = True
     """Also time small tasks' calls replayed from captured CUDA graphs (`timing.graph_timing`); where candidate and
-    reference both have graph figures, speedups divide those (`Verdict.timed_by`). Off until measured."""
+    reference both have graph figures, speedups divide those (`Verdict.timed_by`): the host's launches, whose cost
+    moves from process to process, are then out of both figures. On an H100 the 16 candidates of
+    `bench/timing_stability.py` held their bounds with it (16 of 16; eagerly, 15: a two-kernel reference's 6.3-7.3
+    us). A CUDA candidate that launches on the legacy default stream (`k<<<g, b>>>`) is not captured and keeps the
+    eager figures, as do modules whose replays differ from their eager outputs."""
     build_timeout_s: float = 600.0
     """Wall-clock budget to import the candidate (CUDA builds happen here)."""
     front_check: bool = True

@@ -84,11 +84,12 @@ class TimingConfig:
     warm-up, then this one). The copies and calls in a pool of their own with the flush buffer outside it did not
     move the two-kernel mode on an H100 (`bench/README.md`); with the flush buffer inside, not yet measured."""
     calls_per_placement: int = 5  # at least this many timed calls per copy
-    graphs: bool = False
+    graphs: bool = True
     """Where the inputs are placed and there are two input sets or more, also time the calls replayed from captured
     CUDA graphs (`graph_timing`: one graph per copy and set, no host launch inside a call), reported under `graphs`
     beside the eager events; the judge compares a candidate's and its reference's graph figures where both have
-    them. Off: not yet measured against the eager protocol across processes (`bench/timing_probe.py`)."""
+    them. A two-kernel eager module's figure moved 15% between processes eagerly, 2.6% from graphs (H100,
+    `bench/README.md`)."""
 
 
 PAGE = 2 * 2**20  # a GPU's large page; placements differ by their phase within one
@@ -226,6 +227,12 @@ def _timed_calls(bound, model, copies, n, flush, unpin, cover, checked, capture,
     return event_ms, [bound.elapsed(a, b) * 1e3 for a, b in zip(marks, starts)], host_s, captured
 
 
+def _checked_calls(bound, k: int, n: int) -> dict[int, int]:
+    """Per input set j, the one timed call (of n) whose output is kept: a random one among those that use set j, so a
+    module cannot tell which of its calls must be right."""
+    return {j: j + k * bound.randbelow(max(1, (n - 1 - j) // k + 1)) for j in range(min(k, n))}
+
+
 def _placed_summary(event_ms: list[float], k: int, count: int) -> tuple[dict, list[float]]:
     """The summary of calls rotated over `count` placed copies (call i used copy (i // k) % count), its median the
     mean of the copies' medians (a typical layout's time, not whichever one the process drew), and those medians."""
@@ -243,6 +250,8 @@ def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected
       being captured (or left in a buffer of its own) is for the wrong inputs;
     - one replay of each graph must then give, bit for bit, the eager timed call's output (`expected`, what
       `capture` kept) of the set whose values it now reads; otherwise (nondeterministic kernels too) `differs`;
+    - the values then move on once more before the timed replays, one random replay per set of which is checked
+      the same way (a graph that computes on its first replay only is `differs`);
     - a module that cannot be captured (a host sync, an allocation outside the graph's pool) is `uncapturable`;
       two input sets are needed, of one shape each (`sets`), and the graph API (`unavailable`).
     The eager figures stay the reported `events` either way; the judge uses these where candidate and reference both
@@ -277,24 +286,40 @@ def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected
     except Exception as exc:  # the module cannot be captured: it is timed eagerly only
         bound.synchronize()
         return {"status": "uncapturable", "why": f"{type(exc).__name__}: {exc}"[:300]}
-    for copy in copies:  # set j's buffers take set j + 1's values
-        values = [[bound.clone(copy[j][i]) for i in tensors[0]] for j in range(k)]
-        for j in range(k):
-            for i, v in zip(tensors[0], values[(j + 1) % k]):
-                bound.copy(copy[j][i], v)
+    _rotate(bound, copies, tensors[0])
     for row in graphs:
         for j, (g, out) in enumerate(row):
             g.replay()
-            got, want = capture(out), expected[(j + 1) % k]
-            if got[0] != want[0] or len(got[1]) != len(want[1]) or not all(
-                a is not None and b is not None and bound.equal(a, b) for a, b in zip(got[1], want[1])
-            ):
+            if not _same(bound, capture(out), expected[(j + 1) % k]):
                 return {"status": "differs"}
+    # The values move on once more, so what the checked replays left in the outputs is stale for the timed ones, and
+    # one random timed replay per set is checked too: a graph right once and idle after is not timed.
+    _rotate(bound, copies, tensors[0])
     replays = [[(lambda g=g, out=out: (g.replay(), out)[1]) for g, out in row] for row in graphs]
-    event_ms, cover_us, host_s, _ = _timed_calls(bound, None, copies, n, flush, unpin, cover, {}, None, replays)
+    event_ms, cover_us, host_s, kept = _timed_calls(bound, None, copies, n, flush, unpin, cover,
+                                                    _checked_calls(bound, k, n), capture, replays)  # fmt: skip
+    if any(not _same(bound, got, expected[(j + 2) % k]) for j, got in kept.items()):
+        return {"status": "differs"}
     events, per_copy = _placed_summary(event_ms, k, len(copies))
     return {"status": "ok", "events": events, "placements": [round(m, 6) for m in per_copy],
             "cover_audit": _cover_audit(cover_us, host_s) if cover is not None else None}  # fmt: skip
+
+
+def _rotate(bound, copies, tensors: list[int]) -> None:
+    """In every copy, input set j's tensors (at positions `tensors`) take set j + 1's values (mod the sets)."""
+    k = len(copies[0])
+    for copy in copies:
+        values = [[bound.clone(copy[j][i]) for i in tensors] for j in range(k)]
+        for j in range(k):
+            for i, v in zip(tensors, values[(j + 1) % k]):
+                bound.copy(copy[j][i], v)
+
+
+def _same(bound, got, want) -> bool:
+    """Whether two outputs `capture` kept are equal bit for bit."""
+    return got[0] == want[0] and len(got[1]) == len(want[1]) and all(
+        a is not None and b is not None and bound.equal(a, b) for a, b in zip(got[1], want[1])
+    )
 
 
 def _end_capture(bound, g) -> None:
@@ -430,8 +455,7 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
             # (the audit) in more than 1 in 20 has its cover doubled (at least twice the host's slowest) and the
             # calls timed once more: a cover sized while the host was quiet can fall short once builds load the CPU.
             k = len(input_sets)
-            # One call per input set whose output is kept: a random call among those that use that set.
-            checked = {j: j + k * bound.randbelow(max(1, (n - 1 - j) // k + 1)) for j in range(min(k, n))}
+            checked = _checked_calls(bound, k, n)
             retimed = False
             while True:
                 event_ms, cover_us, host_s, captured = _timed_calls(bound, model, copies, n, flush, unpin, cover,
