@@ -31,3 +31,26 @@ def test_older_records_without_the_reference_still_make_a_table():
     rows, failed = timing_stability.table(runs)
     assert failed == 0 and rows[0]["reference_ms"] == [] and rows[0]["reference_spread"] is None
     assert rows[0]["noisy_runs"] == 2  # flagged noisy in every run: within its bound by the flag
+
+
+def test_a_batch_pass_names_every_verdict_unlike_its_expected_status(tmp_path, capsys):
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    def case(name, expected):
+        return SimpleNamespace(name=name, task="t", source="s", backend="triton", expected=expected)
+
+    statuses = {"ok_a": "ok", "typo": "ok", "wrong": "incorrect", "timed": "ok"}  # `typo` should not have built
+
+    class Pool:
+        def submit(self, task, source, backend):
+            done = Future()
+            done.set_result(SimpleNamespace(status=statuses[task.name]))
+            return done
+
+    batch = [case("ok_a", ("ok",)), case("typo", ("compile_error",)), case("wrong", ("incorrect",))]
+    verdicts, wrong = timing_stability.judge_in_batch([case("timed", ("ok",))], batch, Pool(), "\n# pass\n")
+    assert [v.status for v in verdicts] == ["ok"] and wrong == ["typo: ok"]
+    assert timing_stability.finish({}, {"mismatches": wrong}, tmp_path / "s.json") == 1
+    assert "1 verdicts of the batch passes unlike their expected status" in capsys.readouterr().out
+    assert timing_stability.finish({}, {"mismatches": []}, None) == 0
