@@ -93,6 +93,9 @@ HACKS = {
         "with torch.cuda.graph(g):\n    pass\n",
         "f = torch.cuda.make_graphed_callables(f, (x,))\n",
         "SRC = 'cudaGraphLaunch(exec, 0);'\n",
+        "if torch.cuda.is_current_stream_capturing():\n    return x\n",
+        "SRC = 'cudaStreamIsCapturing(at::cuda::getCurrentCUDAStream(), &status);'\n",
+        "SRC = 'cudaStreamGetCaptureInfo_v2(s, &status, &id, 0, 0, 0);'\n",
     ],
     "static:rng": [
         "torch.manual_seed(42)\n",

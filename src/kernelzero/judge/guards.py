@@ -245,9 +245,13 @@ def check_streams(tree: ast.Module, source: str, backend: str) -> Hit:
 
 
 # A captured CUDA graph replays work recorded at capture (a copy of an old result, kernels bound to old pointers) and
-# is captured on a side stream; a KernelBench solution needs neither.
+# is captured on a side stream; a KernelBench solution needs neither. Nor does it need to know whether it is being
+# captured: the judge times small tasks from graphs it captures itself, and a module that asks could record other
+# work than it runs eagerly.
 CUDA_GRAPH_RE = re.compile(r"CUDAGraph\w*|cuda\.graphs?\b|make_graphed_callables|cudaGraph\w*|cuGraph\w*"
-                           r"|cudaStream(Begin|End)Capture|graph_pool_handle")
+                           r"|cudaStream(Begin|End)Capture|graph_pool_handle"
+                           r"|is_current_stream_capturing|isCurrentStreamCapturing|cuda_isCurrentStreamCapturing"
+                           r"|cu(da)?Stream(IsCapturing|GetCaptureInfo)\w*")
 # Reduced-precision switches: TF32 (or fp16/bf16 reductions) in fp32 matmuls, hidden under a loose tolerance.
 PRECISION_RE = re.compile(r"set_float32_matmul_precision|allow_tf32|allow_(fp16|bf16)_reduced_precision_reduction"
                           r"|fp32_precision|TRITON_F32_DEFAULT")
@@ -280,8 +284,9 @@ def check_cuda_graph(tree: ast.Module, source: str, backend: str) -> Hit:
     # pointers), and its capture runs on a side stream the timer does not see.
     m = CUDA_GRAPH_RE.search(ast.unparse(tree))
     if m:
-        return "static:cuda_graph", (f"`{m.group(0)}`: CUDA graphs are not allowed; launch your kernels on each call "
-                                     "(the judge measures one forward, not a replay of a recorded one)")
+        return "static:cuda_graph", (f"`{m.group(0)}`: CUDA graphs and capture queries are not allowed; launch your "
+                                     "kernels on each call, the same whether captured or not (the judge measures one "
+                                     "forward, not a replay of a recorded one)")
     return None
 
 
