@@ -7,6 +7,7 @@ captured, or answers from a buffer of its own, is not timed from graphs. And whi
 (`timing.comparable`), and what the worker's message may carry (`messages._timing_stats`)."""
 
 import contextlib
+import itertools
 from types import SimpleNamespace
 
 import pytest
@@ -57,20 +58,23 @@ class _Graphs:
 
         class Graph:
             def __init__(self):
-                self.work = []
+                self.work, self.id, self.ended = [], None, False
 
-            def capture_begin(self):
-                fake.capturing, self.invalid = self, False
-                fake.allocator.begin(0, self.pool())
+            def capture_begin(self, pool=None):
+                fake.capturing, self.invalid, self.id = self, False, pool or ("graph", id(self))
+                fake.allocator.begin(0, self.id)
 
             def capture_end(self):  # as torch's: raises before telling the allocator where the capture was invalid
                 fake.capturing = None
                 if self.invalid:
                     raise RuntimeError("operation failed due to a previous error during capture")
-                fake.allocator.end(0, self.pool())
+                fake.allocator.end(0, self.id)
+                self.ended = True
 
-            def pool(self):
-                return ("graph", id(self))
+            def pool(self):  # as torch's: only after a successful capture
+                if not self.ended:
+                    raise RuntimeError("Called CUDAGraph::pool() without a preceding successful capture.")
+                return self.id
 
             def replay(self):
                 fake.replays += 1
@@ -78,7 +82,8 @@ class _Graphs:
                     kernel()
 
         stream = SimpleNamespace(wait_stream=lambda other: None)
-        return Graph, lambda: stream, lambda s: contextlib.nullcontext(), lambda: stream
+        handles = itertools.count()
+        return Graph, lambda: stream, lambda s: contextlib.nullcontext(), lambda: stream, lambda: ("graph", next(handles))
 
     def launch(self, x, kernel):
         """A kernel reading `x`: runs now, or is recorded into the graph being captured. Each run is one call the

@@ -264,7 +264,7 @@ def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected
     shapes = [[(copies[0][j][i].shape, copies[0][j][i].dtype) for i in tensors[j]] for j in range(k)]
     if any(t != tensors[0] or sh != shapes[0] for t, sh in zip(tensors, shapes)):
         return {"status": "sets"}
-    graph, stream, stream_ctx, current = api
+    graph, stream, stream_ctx, current, pool_handle = api
     graphs = []
     try:
         for copy in copies:
@@ -275,12 +275,12 @@ def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected
                 # Not `torch.cuda.graph`: where its capture_end raises, it leaves the side stream current for good.
                 with stream_ctx(side):
                     model(*args)  # a warm-up call off the default stream, as torch asks before a capture
-                    g = graph()
-                    g.capture_begin()
+                    g, pool = graph(), pool_handle()  # the pool's id known here: `g.pool()` raises once the
+                    g.capture_begin(pool=pool)  # capture has failed
                     try:
                         out = model(*args)
                     finally:
-                        _end_capture(bound, g)
+                        _end_capture(bound, g, pool)
                 current().wait_stream(side)
                 row.append((g, out))
             graphs.append(row)
@@ -325,12 +325,13 @@ def _same(bound, got, want) -> bool:
     )
 
 
-def _end_capture(bound, g) -> None:
-    """`g.capture_end()`. Where it raises (the capture was invalidated, e.g. by a host sync inside it), torch has not
-    yet told the caching allocator that the capture is over: the allocator would go on routing
-    the side stream's allocations into the dead graph's pool, and abort the process (an internal assert) at the next
-    release of any private pool, such as the timing's own (`own_pool`). That recording is ended and the graph's pool
-    released here; where torch had ended it (the module raised, the capture itself was valid), nothing is undone."""
+def _end_capture(bound, g, pool) -> None:
+    """`g.capture_end()` of a capture begun into `pool`. Where it raises (the capture was invalidated, e.g. by a host
+    sync inside it), torch has not yet told the caching allocator that the capture is over: the allocator would go
+    on routing the side stream's allocations into the dead graph's pool, and abort the process (an internal assert) at
+    the next release of any private pool, such as the timing's own (`own_pool`). That recording is ended and the
+    pool released here (by the id the capture began with: torch's `g.pool()` refuses a graph whose capture failed);
+    where torch had ended it (the module raised, the capture itself was valid), nothing is undone."""
     try:
         g.capture_end()
     except Exception:
@@ -338,8 +339,8 @@ def _end_capture(bound, g) -> None:
         if api is not None:
             _, _, end, release, current = api
             with contextlib.suppress(RuntimeError):  # "not currently recording": torch ended it
-                end(current(), g.pool())
-                release(current(), g.pool())
+                end(current(), pool)
+                release(current(), pool)
         raise
 
 

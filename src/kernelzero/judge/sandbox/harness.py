@@ -155,7 +155,7 @@ class Bound:
             api = (getattr(torch.cuda, "MemPool", None), *(getattr(torch._C, n, None) for n in names))
             self.pool_api = (*api, torch.cuda.current_device) if all(api) else None  # timing.own_pool
             cuda = torch.cuda  # timing.graph_timing's capture and replay
-            self.graph_api = (cuda.CUDAGraph, cuda.Stream, cuda.stream, cuda.current_stream)
+            self.graph_api = (cuda.CUDAGraph, cuda.Stream, cuda.stream, cuda.current_stream, cuda.graph_pool_handle)
         else:  # host clocks, for the timing protocol on CPU (JudgeOptions.timing_on_cpu)
             self.event = _host_event(time.perf_counter)
             self.synchronize = lambda: None
