@@ -83,7 +83,8 @@ class _Graphs:
 
         stream = SimpleNamespace(wait_stream=lambda other: None)
         handles = itertools.count()
-        return Graph, lambda: stream, lambda s: contextlib.nullcontext(), lambda: stream, lambda: ("graph", next(handles))
+        pool_handle = lambda: ("graph", next(handles))  # noqa: E731
+        return Graph, lambda: stream, lambda s: contextlib.nullcontext(), lambda: stream, pool_handle
 
     def launch(self, x, kernel):
         """A kernel reading `x`: runs now, or is recorded into the graph being captured. Each run is one call the
