@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kernelzero.judge.sandbox.messages import _timing_stats
 from kernelzero.judge import JudgeOptions
+from kernelzero.judge.sandbox.messages import _timing_stats
 from kernelzero.judge.timing import TimingConfig, comparable, time_model
 from support import copy_clock
 
