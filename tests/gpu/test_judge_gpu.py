@@ -77,3 +77,24 @@ def test_gpu_workers_are_forked_from_a_template(pool, task):
     assert v.status == "ok", v.feedback
     counts = template.summary()
     assert counts["serving"] >= 1 and counts["fallback"] == 0, counts
+
+
+def test_a_split_cuda_launch_without_a_stream_is_timed_from_graphs(pool):
+    """A CUDA candidate written `k<<<g, b>>>` (no stream, as models write them) on a small task: the split build gives
+    the launch torch's current stream, so the judge's graph capture records it and both sides are timed from
+    replayed graphs (before, the launch went to the legacy stream outside the capture: an empty graph, eager
+    figures)."""
+    import sys
+
+    from kernelzero.tasks import Task
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+    from throughput_cases.mix import mix
+
+    case = next(c for c in mix("cuda", small=True) if c.kind == "ok" and c.name.endswith("_absdiff_ok"))
+    assert "<<<" in case.source and ">>>(x" in case.source.replace(" ", "")
+    v = pool.judge(Task(name=case.name, source=case.task), case.source, "cuda")
+    assert v.status == "ok", v.feedback
+    modes = pool.farm.build_modes
+    assert sum(n for mode, n in modes.items() if mode.startswith("split")) >= 1, modes
+    assert v.timed_by == "graphs", v.timed_by

@@ -107,10 +107,10 @@ def test_a_timing_s_own_pool_is_a_private_pool_and_is_released(torch):
 def test_graph_timing_on_a_gpu_and_a_module_that_cannot_be_captured(torch):
     """An eager two-kernel module is timed from its replayed graphs as well (its outputs after the input sets'
     swap equal the eager ones); a module that syncs with the host inside its forward cannot be captured, and one that
-    launches on the legacy default stream (as a CUDA extension's `k<<<g, b>>>` does) runs there outside the capture
-    (torch's side stream does not wait on it), so its graph is empty and its replayed output stale: both are timed
-    eagerly only, and the process times graphs again after them, its own pools released without an abort (torch's
-    `capture_end` leaves a failed capture's allocator recording open: `timing._end_capture`)."""
+    launches on the legacy default stream (as a CUDA extension's `k<<<g, b>>>` built as written does) runs there
+    outside the capture (torch's side stream does not wait on it), so its graph is empty and its replayed output
+    stale: both are timed eagerly only, and the process times graphs again after them, its own pools released
+    without an abort (torch's `capture_end` leaves a failed capture's allocator recording open: `_end_capture`)."""
     bound = Bound(torch)
     sets = [[torch.randn(64, 256, device="cuda"), torch.randn(64, 256, device="cuda")] for _ in range(3)]
     cfg = {"warmup": 3, "min_calls": 20, "max_calls": 40, "budget_s": 0.01, "graphs": True}

@@ -94,6 +94,13 @@ def test_with_the_host_tu_a_host_error_is_answered_by_gxx_before_any_device_job(
     assert "main.cpp:9:5: error: expected ',' or ';' before 'long'" in r.feedback and device_jobs == []
 
 
+def test_with_the_host_tu_a_correct_candidate_passes(host_check):
+    """Its host TU compiles as the split writes it: the launch, written without a stream, takes torch's current one
+    through c10's device-generic interface, which a CPU wheel's headers hold too."""
+    r = host_check.check(first("ok", "", "gelu"))
+    assert (r.status, r.feedback, r.why) == ("passed", "", "")
+
+
 @pytest.mark.parametrize(
     "kind, flaw, status, feedback",
     [("compile", "undeclared identifier", "compile_error", 'identifier "blockDimx" is undefined'),

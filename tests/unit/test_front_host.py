@@ -24,6 +24,7 @@ from kernelzero.judge.build.front import (
     host_parsed,
     read_call,
 )
+from kernelzero.judge.build.split import CURRENT_STREAM
 
 HOST_TU = """#include <torch/extension.h>
 torch::Tensor sigmoid_cuda(torch::Tensor x, torch::Tensor y);
@@ -34,10 +35,10 @@ torch::Tensor sigmoid_cuda(torch::Tensor x, torch::Tensor y) {
     auto out = torch::empty_like(x)
     long n = x.numel();
     TORCH_CHECK(n > 0, "empty");
-    kz_launch_k(dim3((n + 255) / 256), dim3(256), (size_t)(0), (cudaStream_t)(0), x, out.data_ptr<float>(), n);
+    kz_launch_k(dim3((n + 255) / 256), dim3(256), (size_t)(0), (cudaStream_t)(@), x, out.data_ptr<float>(), n);
     return out;
 }
-"""
+""".replace("@", CURRENT_STREAM)  # a launch written without a stream, as the split writes it
 
 MISSING = """host.cpp: In function 'at::Tensor sigmoid_cuda(at::Tensor, at::Tensor)':
 host.cpp:8:5: error: expected ',' or ';' before 'long'
@@ -47,12 +48,12 @@ host.cpp:9:17: error: 'n' was not declared in this scope; did you mean 'c10::att
 """
 TENSOR = """host.cpp: In function 'at::Tensor sigmoid_cuda(at::Tensor, at::Tensor)':
 host.cpp:10:84: error: cannot convert 'at::Tensor' to 'const float*'
-   10 |     kz_launch_k(dim3((n + 255) / 256), dim3(256), (size_t)(0), (cudaStream_t)(0), x, out.data_ptr<float>(), n);
+   10 |     kz_launch_k(dim3((n + 255) / 256), dim3(256), (size_t)(0), (cudaStream_t)(@), x, out.data_ptr<float>(), n);
       |                                                                                    ^
       |                                                                                    |
       |                                                                                    at::Tensor
 compilation terminated due to -Wfatal-errors.
-"""
+""".replace("@", CURRENT_STREAM)
 
 
 def test_a_missing_token_between_plain_statements_is_certain():
@@ -67,6 +68,8 @@ def test_a_tensor_passed_for_a_pointer_is_certain_and_told_as_the_launch_the_can
     assert r.status == "compile_error" and "kz_launch" not in r.feedback
     assert "cannot convert 'at::Tensor' to 'const float*'" in r.feedback
     assert "k<<<dim3((n + 255) / 256), dim3(256)" in r.feedback
+    # nor the current stream the split gave a launch without one (whose `CUDA` would otherwise read as a macro)
+    assert "(cudaStream_t)(0), x" in r.feedback and "native_handle" not in r.feedback
 
 
 @pytest.mark.parametrize(

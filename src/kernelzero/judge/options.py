@@ -49,8 +49,9 @@ class JudgeOptions:
     reference both have graph figures, speedups divide those (`Verdict.timed_by`): the host's launches, whose cost
     moves from process to process, are then out of both figures. On an H100 the 16 candidates of
     `bench/timing_stability.py` held their bounds with it (16 of 16; eagerly, 15: a two-kernel reference's 6.3-7.3
-    us). A CUDA candidate that launches on the legacy default stream (`k<<<g, b>>>`) is not captured and keeps the
-    eager figures, as do modules whose replays differ from their eager outputs."""
+    us). A CUDA candidate's launches without a stream (`k<<<g, b>>>`) are recorded where the split build applies
+    (`build/split.py` gives them torch's current stream); built as written, they go to the legacy default stream
+    outside the capture and keep the eager figures, as do modules whose replays differ from their eager outputs."""
     build_timeout_s: float = 600.0
     """Wall-clock budget to import the candidate (CUDA builds happen here)."""
     front_check: bool = True

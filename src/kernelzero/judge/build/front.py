@@ -52,7 +52,7 @@ from pathlib import Path
 
 from kernelzero.judge.build.front_call import nvcc_command, plan, read_call
 from kernelzero.judge.build.headers import host_compile
-from kernelzero.judge.build.split import split_call
+from kernelzero.judge.build.split import CURRENT_STREAM, split_call
 from kernelzero.judge.sandbox.process import _PRELUDE, Sandbox
 from kernelzero.judge.sandbox.spawn import spawner
 
@@ -192,15 +192,17 @@ def conclude_host(rc: int, log: str, host_tu: str) -> FrontResult:
     if not 0 < n <= len(lines):
         return FrontResult("unsure", why="the error is not on the candidate's plain code")
     spanned = [n] if "cannot convert" in m[0] else [n, *[i for i in range(n - 1, 0, -1) if lines[i - 1].strip()][:1]]
-    if any(lines[i - 1].lstrip().startswith(("#", "void kz_launch_")) or _CAPS.search(lines[i - 1]) for i in spanned):
+    own = [lines[i - 1].replace(CURRENT_STREAM, "0") for i in spanned]  # the split's stream is not a macro
+    if any(line.lstrip().startswith(("#", "void kz_launch_")) or _CAPS.search(line) for line in own):
         return FrontResult("unsure", why="the error is not on the candidate's plain code")
     return _certain(_unsplit(first).replace("host.cpp", "main.cpp"))
 
 
 def _unsplit(log: str) -> str:
     """g++'s words on the host TU as the candidate wrote it: the launch stub a split made of `k<<<...>>>(args)` is
-    shown as that launch, and the stub's name is not (the candidate never wrote it)."""
-    return re.sub(r"\bkz_launch_(\w+)\(dim3\(", r"\1<<<dim3(", log)
+    shown as that launch, and neither the stub's name nor the current stream a launch without one was given (the
+    candidate wrote neither; that stream is the default one, 0, wherever the candidate runs)."""
+    return re.sub(r"\bkz_launch_(\w+)\(dim3\(", r"\1<<<dim3(", log.replace(CURRENT_STREAM, "0"))
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,13 @@ stub defined next to `k` that performs exactly that launch; arguments convert to
 the stub call, as they would at the launch. `-O` flags given to nvcc are passed to the host compiler too (nvcc
 forwards them to it for host code), so the moved code is optimised as before.
 
+A launch that names no stream (`k<<<g, b>>>`) is given torch's current stream (`CURRENT_STREAM`). Run eagerly that
+is the stream it would have used: torch's default stream is CUDA's legacy default stream (handle 0), and the judge
+never runs a candidate under another. While the judge captures a CUDA graph to time a small task
+(`timing.graph_timing`), torch's current stream is the capturing one, so the launch is recorded instead of going to
+the legacy stream outside the capture (an empty graph, timed eagerly only). A launch that names a stream, 0
+included, keeps it.
+
 It is deliberately narrow: anything it does not fully understand (templates, namespaces, macros that launch,
 kernel names used outside launches, symbols shared via cudaMemcpyToSymbol, raw strings, torch in device code)
 returns None and the plain build runs. A split whose build fails also falls back to the plain build (build.py), so
@@ -25,6 +32,12 @@ _KERNEL = re.compile(
     re.S,
 )
 _UNSUPPORTED = re.compile(r"^\s*(template|namespace|extern\s*\"C\")\b|R\"")
+# torch's current CUDA stream, through c10's device-generic interface (in torch/all.h, and compiles against a CPU
+# wheel's headers, where c10/cuda's do not): the stream a launch with none is given in moved host code.
+CURRENT_STREAM = (
+    "c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)"
+    "->getStream(c10::Device(c10::DeviceType::CUDA)).native_handle()"
+)
 
 
 def _strip_comments(src: str) -> str | None:
@@ -150,7 +163,7 @@ def _rewrite_launches(item: str, kernels: dict[str, list[str]]) -> str | None:
         end_args = _balanced(item, k, "(", ")")
         if end_args < 0:
             return None
-        cfg += ["0", "0"][: 4 - len(cfg)]
+        cfg += ["0", CURRENT_STREAM][len(cfg) - 2 :]
         args = item[k + 1 : end_args - 1].strip()
         call = f"kz_launch_{name}(dim3({cfg[0]}), dim3({cfg[1]}), (size_t)({cfg[2]}), (cudaStream_t)({cfg[3]})"
         out.append(item[pos : m.start()] + call + (f", {args})" if args else ")"))
