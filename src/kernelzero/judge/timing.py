@@ -275,8 +275,9 @@ def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected
                 # Not `torch.cuda.graph`: where its capture_end raises, it leaves the side stream current for good.
                 with stream_ctx(side):
                     model(*args)  # a warm-up call off the default stream, as torch asks before a capture
-                    g, pool = graph(), pool_handle()  # the pool's id known here: `g.pool()` raises once the
-                    g.capture_begin(pool=pool)  # capture has failed
+                    # The capture's pool id is made here: `g.pool()` refuses a graph whose capture failed.
+                    g, pool = graph(), pool_handle()
+                    g.capture_begin(pool=pool)
                     try:
                         out = model(*args)
                     finally:

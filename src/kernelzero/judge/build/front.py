@@ -188,12 +188,11 @@ def conclude_host(rc: int, log: str, host_tu: str) -> FrontResult:
     first = log[: log.find(errors[1])] if len(errors) > 1 else log
     if "in expansion of macro" in first or "in definition of macro" in first:
         return FrontResult("unsure", why="the error comes through a macro")
-    lines, n = host_tu.splitlines(), int(m["line"])
+    lines, n = host_tu.replace(CURRENT_STREAM, "0").splitlines(), int(m["line"])  # the split's stream: no macro
     if not 0 < n <= len(lines):
         return FrontResult("unsure", why="the error is not on the candidate's plain code")
     spanned = [n] if "cannot convert" in m[0] else [n, *[i for i in range(n - 1, 0, -1) if lines[i - 1].strip()][:1]]
-    own = [lines[i - 1].replace(CURRENT_STREAM, "0") for i in spanned]  # the split's stream is not a macro
-    if any(line.lstrip().startswith(("#", "void kz_launch_")) or _CAPS.search(line) for line in own):
+    if any(lines[i - 1].lstrip().startswith(("#", "void kz_launch_")) or _CAPS.search(lines[i - 1]) for i in spanned):
         return FrontResult("unsure", why="the error is not on the candidate's plain code")
     return _certain(_unsplit(first).replace("host.cpp", "main.cpp"))
 
