@@ -31,8 +31,9 @@ GUARDS = {
     "precision", "network",
 }  # fmt: skip
 COMPARE_GUARDS = {"value", "dtype", "shape", "structure"}  # what an `incorrect` verdict names (judge/check.py)
-# Runtime reflection guards (judge/sandbox/integrity.py) and the persisting-L2 rule; families of the 2026 list, 1-9.
-GUARDS |= {"introspection", "harness_patch", "static:l2_persist"}
+# Runtime reflection guards (judge/sandbox/integrity.py), the persisting-L2 rule and timed calls on new values;
+# families of the 2026 list, 1-9.
+GUARDS |= {"introspection", "harness_patch", "static:l2_persist", "fresh_inputs"}
 FAMILIES = {  # the first 12 families, then the extras
     "decoy_unlaunched", "decoy_launch", "fallback", "caching", "replay", "side_stream", "timer", "tensor_subclass",
     "stale_memory", "input_mutation", "precision", "degenerate",

@@ -61,6 +61,7 @@ def test_each_typed_message_survives_the_wire():
         ({**TIMED, "candidate": {"events": {**TIMING, "extra": 1}, "wall": TIMING}}, "candidate"),
         ({**TIMED, "candidate": {"events": {**TIMING, "median_ms": "fast"}, "wall": TIMING}}, "candidate"),
         ({**TIMED, "candidate": {"events": {**TIMING, "median_ms": float("nan")}, "wall": TIMING}}, "candidate"),
+        ({**TIMED, "candidate": {"events": TIMING, "wall": TIMING, "fresh": {"min_ms": 0.1}}}, "candidate"),
         ({**TIMED, "storage_bytes": 1.5}, "storage_bytes"),
         ({**OUTPUTS, "seconds": {"trials": "0.5"}}, "seconds"),
         ({"event": "guard", "guard": None, "message": "x"}, "guard"),

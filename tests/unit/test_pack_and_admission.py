@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from kernelzero.judge.footprint import GB, Footprint, MemoryGate, Plan, choose_plan
+from kernelzero.judge.options import JudgeOptions
 from kernelzero.judge.sandbox import pack
 from kernelzero.judge.sandbox.process import SEALS, ChannelError, describe_exit, load_sealed
 
@@ -92,6 +93,31 @@ def test_plans_shrink_with_the_output_down_to_the_minimal_one():
     assert choose_plan(full, 6 * GB, 4 * GB) == Plan(2, 1, 1, 1)  # KernelBench's 6 GB activations
     assert choose_plan(full, None, 4 * GB) == full  # unknown size: the full plan
     assert Plan(2, 1, 1, 1).sets == 5
+    with_fresh = Plan(5, 5, 2, 3, fresh=2)  # the timing's fresh sets go first, before any trial
+    assert with_fresh.sets == 17 and choose_plan(with_fresh, 1 << 20, 4 * GB) == with_fresh
+    assert choose_plan(with_fresh, 256 << 20, 4 * GB) == full  # 17 x 256 MB > 4 GB >= 15 x 256 MB
+
+
+def test_fresh_timing_seeds_only_for_a_full_plan_and_small_inputs():
+    from kernelzero.judge.admission import FRESH_MAX_IN_BYTES
+    from kernelzero.judge.core import Judge, Reference
+
+    judge = Judge(JudgeOptions(device="cpu", timing_fresh=2))
+
+    def planned(in_bytes: int | None, out_bytes: int) -> Reference:
+        ref = Reference(init_seed=1, seeds=[1] * 5, timing_seeds=[2] * 3)
+        ref.footprint = None if in_bytes is None else Footprint(in_bytes, out_bytes, 0)
+        judge._plan(ref)
+        return ref
+
+    small = planned(1 << 20, 1 << 20)
+    assert len(set(small.fresh_seeds)) == 2 and small.plan.fresh == 2 and len(small.seeds) == 5
+    assert not set(small.fresh_seeds) & {1, 2}  # drawn, not the trials' or the loop's
+    big_in = planned(FRESH_MAX_IN_BYTES + 1, 1 << 20)  # a reduction of large inputs: every trial, no fresh set
+    assert big_in.fresh_seeds == [] and big_in.plan.fresh == 0 and len(big_in.seeds) == 5
+    big_out = planned(1 << 20, 6 * GB)
+    assert big_out.fresh_seeds == [] and len(big_out.seeds) == 2 and len(big_out.timing_seeds) == 1
+    assert planned(None, 0).fresh_seeds == []  # sizes unknown: no extra memory taken on trust
 
 
 def test_footprint_needs():

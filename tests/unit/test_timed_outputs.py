@@ -104,6 +104,57 @@ def test_one_output_per_input_set_from_that_set():
             assert torch.equal(out, torch.full((4,), 2.0 * (j + 1)))
 
 
+class KeepsOutputs(torch.nn.Module):
+    """Right on every call: computes (slowly) on values it has not seen, copies the output kept for an exact repeat."""
+
+    def __init__(self):
+        super().__init__()
+        self.kept, self.seen = {}, []
+
+    def forward(self, x):
+        self.seen.append(float(x[0]))
+        key = tuple(x.tolist())
+        if key not in self.kept:
+            time.sleep(0.01)  # the work, paid once per input
+            self.kept[key] = x * 2
+        return self.kept[key].clone()
+
+
+def test_fresh_sets_come_after_the_loop_each_called_once_their_outputs_kept_after_the_loops():
+    model, bound, made = KeepsOutputs(), _HostBound(), []
+
+    def fresh():
+        made.append(len(model.seen))  # made only once every loop call has run
+        return [[torch.full((4,), 10.0 + j)] for j in range(2)]
+
+    stats = time_model(torch, bound, model, SETS, CFG, capture=capture_output(torch, bound), fresh=fresh)
+    assert made == [CFG["warmup"] + 1 + 20]  # after the warm-up, the estimate and the 20 timed calls
+    assert model.seen.count(10.0) == 1 and model.seen.count(11.0) == 1
+    assert [float(out[0]) for _, (out,) in stats["captured"]] == [2.0, 4.0, 6.0, 20.0, 22.0]
+    assert stats["fresh"]["n"] == 2
+    # the loop's calls were copies; a call on new values paid the work: the guard's evidence
+    assert stats["fresh"]["min_ms"] > 5.0 > stats["events"]["median_ms"] * 3
+    from kernelzero.judge.guards import timing_violation
+
+    assert timing_violation(stats, 0, 10.0)[0] == "fresh_inputs"
+    honest = time_model(torch, _HostBound(), Double(), SETS, CFG, fresh=fresh)
+    assert honest["fresh"]["n"] == 2 and timing_violation(honest, 0, 10.0) is None
+    assert "fresh" not in time_model(torch, _HostBound(), Double(), SETS, CFG, fresh=lambda: [])
+
+
+def test_fresh_inputs_rejects_timed_calls_far_faster_than_a_call_on_new_values():
+    from kernelzero.judge.guards import timing_violation
+
+    def stats(median_ms: float, fresh_min_ms: float) -> dict:
+        return {**_stats(median_ms, median_ms + 0.01), "fresh": {"min_ms": fresh_min_ms}}
+
+    assert timing_violation(stats(0.060, 1.0), 0, 10.0)[0] == "fresh_inputs"  # a 1 ms product answered in 60 us
+    assert timing_violation(stats(1.000, 2.9), 0, 10.0) is None  # within 3x: noise, placement, a cold cache
+    assert timing_violation(stats(0.004, 0.030), 0, 10.0) is None  # a launch-bound call's microseconds of jitter
+    assert timing_violation(stats(0.004, 0.040), 0, 10.0)[0] == "fresh_inputs"
+    assert timing_violation(_stats(0.060, 0.07), 0, 10.0) is None  # no fresh calls (a big task): not judged
+
+
 def test_kept_outputs_are_copies():
     _, captured = _captured(ReusesBuffer())
     assert [float(out[0]) for _, (out,) in captured] == [2.0, 4.0, 6.0]

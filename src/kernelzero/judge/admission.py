@@ -10,6 +10,7 @@ import gc
 import random
 import time
 import weakref
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 LEASE_BYTES = GB  # a task keeping more outputs than this reserves a candidate's share with its reference
 WARM_GPU = 2 * GB // 3  # an idle pre-spawned worker's CUDA context on its GPU (624 MB measured on the H200)
 GROWTH = 64 * 2**20  # free device memory rising by more than this is a worker's memory coming back, not noise
+FRESH_MAX_IN_BYTES = 256 * 2**20  # inputs above this get no fresh timing sets (`JudgeOptions.timing_fresh`)
 
 
 def _seeds(n: int) -> list[int]:
@@ -175,15 +177,20 @@ class MemoryPlanning:
 
     def _full_plan(self) -> Plan:
         o = self.options
-        return Plan(o.trials, len(_replay_plan(o.trials)), 2, o.timing_sets)
+        return Plan(o.trials, len(_replay_plan(o.trials)), 2, o.timing_sets, o.timing_fresh)
 
     def _plan(self, ref: Reference) -> None:
-        """Shrink `ref`'s seeds, replays, wide trials and timing sets to the plan its output size allows."""
+        """Shrink `ref`'s seeds, replays, wide trials and timing sets to the plan its output size allows. The timing's
+        fresh sets (one more set of inputs and outputs each, on both sides) only come with a full plan and inputs of
+        at most FRESH_MAX_IN_BYTES (the memory gate counts their outputs in the plan, their inputs in its slack)."""
         full = self._full_plan()
-        out = ref.footprint.out_bytes if ref.footprint is not None else None
-        plan = choose_plan(full, out, self.options.kept_output_gb * GB)
+        fp = ref.footprint
+        plan = choose_plan(full, fp.out_bytes if fp is not None else None, self.options.kept_output_gb * GB)
+        if fp is None or fp.in_bytes > FRESH_MAX_IN_BYTES:
+            plan = replace(plan, fresh=0)
         ref.plan = plan
-        if plan == full:
+        ref.fresh_seeds = _seeds(plan.fresh)  # drawn with the plan: only the plan knows how many fit
+        if replace(plan, fresh=full.fresh) == full:  # the full plan, fresh sets or not
             return
         ref.seeds = ref.seeds[: plan.trials]
         last = plan.trials - 1  # the last trial's buffer, new contents: the probe a pointer-keyed cache fails

@@ -12,7 +12,7 @@ Order of events for one candidate (each arrow a message on the signed channel, e
   GPU only: parent takes the device's timing lock, then -> timing (reference timed the same way, in its own worker)
   parent compares one timed call's output per timing input set -> rejected (replay: honest only when not timed)
   parent counts timed calls that launched none of the candidate's kernels -> rejected (no_custom_kernel; Triton)
-  parent checks the fastest timed call against writing its outputs -> rejected (roofline, side_stream)
+  parent checks the timed calls' speed (physics, new inputs) -> rejected (roofline, fresh_inputs, side_stream)
 The reference runs in a worker that never imports candidate code; its outputs are computed once per task and seed
 set and kept in this process. A failure of the reference is the task's fault, never the candidate's: infra_error.
 Before either worker allocates anything, the task is sized on the `meta` device: a task no GPU slot or host budget
@@ -104,6 +104,7 @@ class Reference:
     init_seed: int
     seeds: list[int]
     timing_seeds: list[int]
+    fresh_seeds: list[int] = field(default_factory=list)  # the timing's never-seen sets (`fresh_inputs`): `_plan`
     outputs: list[list[torch.Tensor]] = field(default_factory=list)
     structures: list[str] = field(default_factory=list)
     checksums: list[list[str]] = field(default_factory=list)
@@ -341,7 +342,7 @@ class Judge(MemoryPlanning, Comparing):
                         ref.free_gb = round(self._await_free_gpu(), 1)
                         mark("wait_free")
                     sb.send({"cmd": "run", "seeds": ref.seeds, "replay": [e for e in ref.replay if e[1]],
-                             "wide": ref.wide, "timing_seeds": ref.timing_seeds})  # fmt: skip
+                             "wide": ref.wide, "timing_seeds": ref.timing_seeds, "fresh_seeds": ref.fresh_seeds})
                     deadline = time.monotonic() + o.build_timeout_s + o.run_timeout_s
                 elif isinstance(msg, ReferenceOutputs):
                     mark("run")
@@ -541,7 +542,7 @@ class Judge(MemoryPlanning, Comparing):
                               **base)  # fmt: skip
             if self.timed:
                 with waited(stage_s, "wait_timing", self.timing_lock):
-                    sb.send({"cmd": "time", "timing_seeds": ref.timing_seeds})
+                    sb.send({"cmd": "time", "timing_seeds": ref.timing_seeds, "fresh_seeds": ref.fresh_seeds})
                     timing = expect(CandidateTiming, o.run_timeout_s, "time")
                 # the timed outputs' copy off the GPU and their check: shared GPU work, so outside the timing lock
                 with waited(stage_s, "wait_timed_check", self._trials_guard()):

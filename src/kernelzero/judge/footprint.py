@@ -20,7 +20,7 @@ import os
 import threading
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 GB = 2**30
 WORKER_GPU = 1 * GB  # a worker's CUDA context, allocator slack and the first Triton/cuBLAS workspaces
@@ -29,22 +29,25 @@ WORKER_HOST = 5 * GB // 2  # a worker's resident set: torch, the CUDA libraries 
 
 @dataclass(frozen=True)
 class Plan:
-    """How many output sets one judging keeps: correctness trials, replay trials, wide trials, timed input sets."""
+    """How many output sets one judging keeps: correctness trials, replay trials, wide trials, timed input sets, and
+    the timing's fresh sets (only in a full plan: `JudgeOptions.timing_fresh`)."""
 
     trials: int
     replays: int
     wide: int
     timing_sets: int
+    fresh: int = 0
 
     @property
     def sets(self) -> int:
-        return self.trials + self.replays + self.wide + self.timing_sets
+        return self.trials + self.replays + self.wide + self.timing_sets + self.fresh
 
 
 def choose_plan(full: Plan, out_bytes: int | None, kept_bytes: float) -> Plan:
-    """The first plan of `full`, a middle tier and the minimal one whose kept outputs fit `kept_bytes` per side
-    (the minimal one when none does). Unknown sizes (None) keep the full plan."""
-    tiers = [full, Plan(min(full.trials, 3), min(full.replays, 2), min(full.wide, 2), min(full.timing_sets, 2)),
+    """The first plan of `full`, `full` without its fresh sets, a middle tier and the minimal one whose kept outputs
+    fit `kept_bytes` per side (the minimal one when none does). Unknown sizes (None) keep the full plan."""
+    tiers = [full, replace(full, fresh=0),
+             Plan(min(full.trials, 3), min(full.replays, 2), min(full.wide, 2), min(full.timing_sets, 2)),
              Plan(min(full.trials, 2), min(full.replays, 1), min(full.wide, 1), 1)]  # fmt: skip
     if out_bytes is None:
         return full

@@ -30,6 +30,11 @@ class JudgeOptions:
     """Also time `torch.compile` of the reference, for `speedup_compile`."""
     timing_sets: int = 3
     """Distinct input sets rotated through timed calls."""
+    timing_fresh: int = 2
+    """Input sets made only after the timed loop, each called once and timed (guard `fresh_inputs`: timed calls
+    answered from outputs kept for inputs seen before are right, and launch the module's kernels, but only a call on
+    new values costs the work). Only where the task keeps its full plan of outputs and its inputs are at most
+    `admission.FRESH_MAX_IN_BYTES`; 0 turns it off."""
     warmup: int = 5
     min_calls: int = 20
     max_calls: int = 200
@@ -106,6 +111,8 @@ class JudgeOptions:
             raise ValueError(f"JudgeOptions.trials must be >= 1, got {self.trials}")
         if self.library_ops not in LIBRARY_OPS:
             raise ValueError(f"JudgeOptions.library_ops must be one of {LIBRARY_OPS}, got {self.library_ops!r}")
+        if self.timing_fresh < 0:
+            raise ValueError(f"JudgeOptions.timing_fresh must be >= 0, got {self.timing_fresh}")
         if self.timing_sets < 1:
             raise ValueError(f"JudgeOptions.timing_sets must be >= 1, got {self.timing_sets}")
 

@@ -417,12 +417,19 @@ def _wall_and_span(bound, model, input_sets: list[list], calls: int) -> tuple[li
     return wall_ms, span_ms
 
 
-def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingConfig, capture=None) -> dict:
+def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingConfig, capture=None,
+               fresh=None) -> dict:  # fmt: skip
     """Time `model(*inputs)` over rotated `input_sets`. Returns summaries of event and wall times (ms).
 
     `capture(out)`, if given, is applied to the output of one timed call per input set, chosen at random after the
     call count is known (outside the timed region: after that call's end event). Its results come back under
     `captured`, in input-set order, for the `replay` guard: outputs made under timing conditions are checked too.
+
+    `fresh()`, if given, makes input sets the module has never seen, only after the timed loop (a module cannot find
+    them in memory beforehand); each is called once, timed as the loop's calls are, its output captured after the
+    loop's: `fresh` in the result, for the `fresh_inputs` guard. The loop repeats a few input sets, so a module that
+    keeps each input and its output, and answers an exact repeat with a copy made by its own kernel, is right and
+    launches its kernels on every timed call; only a call on new values shows what its work costs.
     """
     cfg = cfg if isinstance(cfg, TimingConfig) else TimingConfig(**cfg)
     on_gpu = torch.cuda.is_available()  # else host clocks (JudgeOptions.timing_on_cpu): no cache to flush
@@ -470,6 +477,11 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
                     break
                 us = min(cfg.cover_max_us, max(2 * cover[1], 2 * audit["host_max_us"]))
                 cover, retimed = (int(cover[0] * us / cover[1]), us), True
+            fresh_ms = None  # after the loop and its retiming, in the same pool, behind the same flush and cover
+            if fresh is not None and (sets := fresh()):
+                fresh_ms, _, _, kept = _timed_calls(bound, model, [sets], len(sets), flush, unpin, cover,
+                                                    {j: j for j in range(len(sets))}, capture)  # fmt: skip
+                captured.update({k + j: out for j, out in kept.items()})  # after the loop's sets, in order
         # Outside the pool's routing: a graph's capture allocates from a pool of its own, never reused around it.
         graphs = None
         if placed and cfg.graphs:
@@ -502,6 +514,8 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
               "wall_rounds": len(rounds)}  # fmt: skip
     if graphs is not None:
         result["graphs"] = graphs
+    if fresh_ms:
+        result["fresh"] = summarize(fresh_ms)
     if capture is not None:
         result["captured"] = [captured[j] for j in sorted(captured)]
     return result

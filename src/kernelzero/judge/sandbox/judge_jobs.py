@@ -165,7 +165,7 @@ def job_reference(job: dict, chan: Channel, torch, bound: Bound) -> None:
     if json.loads(sys.stdin.readline() or "{}").get("cmd") != "time":
         return
     bound.release_exports()  # the parent has copied the outputs (it answers only after)
-    eager = time_and_keep(torch, bound, model, input_sets, job["timing"])
+    eager = time_and_keep(torch, bound, model, input_sets, job["timing"], fresh_maker(torch, task_mod, command, device))
     compiled_stats = None
     if compiled is not None:
         try:
@@ -186,10 +186,17 @@ def rss_peak() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def time_and_keep(torch, bound: Bound, model, input_sets: list, cfg: dict) -> dict:
-    """`time_model` keeping one timed call's output per input set, saved to the `timed` memfd for the parent's
-    check. Returns the timing summaries."""
-    stats = time_model(torch, bound, model, input_sets, cfg, capture=capture_output(torch, bound))
+def fresh_maker(torch, task_mod, command: dict, device: str):
+    """What makes the timing's fresh input sets (`fresh_seeds`, the same for the candidate and its reference), called
+    by `time_model` only after the timed loop; None where the parent sent none."""
+    seeds = command.get("fresh_seeds") or []
+    return (lambda: [make_inputs(torch, task_mod, s, device) for s in seeds]) if seeds else None
+
+
+def time_and_keep(torch, bound: Bound, model, input_sets: list, cfg: dict, fresh=None) -> dict:
+    """`time_model` keeping one timed call's output per input set (then one per fresh set), saved to the `timed`
+    memfd for the parent's check. Returns the timing summaries."""
+    stats = time_model(torch, bound, model, input_sets, cfg, capture=capture_output(torch, bound), fresh=fresh)
     save_captured(torch, bound, stats.pop("captured"))
     return stats
 
@@ -348,8 +355,9 @@ def job_candidate(job: dict, chan: Channel, torch, bound: Bound) -> None:
     tally = LaunchTally(model, counter) if job.get("backend") == "triton" else None  # CUDA: the profiler would skew
     try:
         counter.active = True
+        fresh = fresh_maker(torch, task_mod, command, device)
         stats = time_model(torch, bound, tally or model, input_sets, job["timing"],
-                           capture=capture_output(torch, bound))  # fmt: skip
+                           capture=capture_output(torch, bound), fresh=fresh)  # fmt: skip
     except Exception as exc:
         integrity.check()
         raise StageError("timing", exc) from exc

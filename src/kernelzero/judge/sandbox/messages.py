@@ -51,11 +51,11 @@ def _summaries(v: dict, keys) -> bool:
 
 
 def _timing_stats(v: dict) -> bool:
-    """`time_model`'s summaries: `events` and `wall` (and `span`, when sent) each exactly the summary's keys, finite
-    numbers; `graphs`, when sent, a dict whose `events` are such a summary where its `status` is `ok`."""
+    """`time_model`'s summaries: `events` and `wall` (and `span` and `fresh`, when sent) each exactly the summary's
+    keys, finite numbers; `graphs`, when sent, a dict whose `events` are such a summary where its `status` is `ok`."""
     graphs = v.get("graphs", {})
     replayed = isinstance(graphs, dict) and (graphs.get("status") != "ok" or _summaries(graphs, ("events",)))
-    return replayed and _summaries(v, ("events", "wall", *(("span",) if "span" in v else ())))
+    return replayed and _summaries(v, ("events", "wall", *(k for k in ("span", "fresh") if k in v)))
 
 
 Count = Annotated[int, _non_negative]
