@@ -77,9 +77,11 @@ def judge_in_batch(cases: list, batch: list, pool, mark: str) -> tuple[list, lis
 
 def raw(runs: dict) -> dict:
     """Per candidate, each verdict as [where, status, speedup over eager, kernel median ms, speed noise, noisy,
-    the eager reference's median ms (which of the two moved a speedup), how both were timed (`Verdict.timed_by`)]."""
+    the eager reference's median ms (which of the two moved a speedup), how both were timed (`Verdict.timed_by`),
+    its fastest call on new inputs over its timed median (`Verdict.fresh_ratio`: the `fresh_inputs` guard's margin)]."""
     return {name: [[k, v.status, v.speedup_eager, v.runtime.median_ms if v.runtime else None, v.speed_noise,
-                    v.speed_noisy, v.ref_runtime.median_ms if v.ref_runtime else None, v.timed_by] for k, v in vs]
+                    v.speed_noisy, v.ref_runtime.median_ms if v.ref_runtime else None, v.timed_by, v.fresh_ratio]
+                   for k, v in vs]
             for name, vs in runs.items()}  # fmt: skip
 
 
@@ -117,7 +119,8 @@ def table(figures: dict) -> tuple[list[dict], int]:
                      "spread": spread, "bound": BOUNDS[long], "noisy_runs": noisy,
                      "speed_noise": [v[4] for v in vs], "kernel_spread": _spread(kernel),
                      "reference_ms": ref, "reference_spread": _spread(ref), "pass": ok,
-                     "timed_by": [v[7] if len(v) > 7 else None for v in vs]})  # fmt: skip
+                     "timed_by": [v[7] if len(v) > 7 else None for v in vs],
+                     "fresh_ratio": [v[8] if len(v) > 8 else None for v in vs]})  # fmt: skip
         alone = " ".join(f"{v[2]:.2f}" for v in vs if v[0] == "alone")
         cells = alone + " | " + " ".join(f"{v[2]:.2f}" for v in vs if v[0] != "alone")
         moved = f"  (kernel {_spread(kernel):.1%}, reference {_spread(ref):.1%})" if ref else ""

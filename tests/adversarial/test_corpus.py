@@ -143,3 +143,12 @@ def test_mixed_solution_is_rejected_under_the_strict_policy(pool):
     c = constants(path)
     v = pool.judge(Task.from_file(HERE / "tasks" / f"{c['TASK']}.py"), path.read_text(), c["BACKEND"])
     assert (v.status, v.guard) == ("rejected", "no_custom_kernel")
+
+
+def test_calls_on_new_inputs_measure_the_honest_product_and_expose_the_kept_outputs(cpu_verdicts):
+    """Timed on host clocks: the honest product's fastest call on never-seen inputs is about its timed median; the
+    module that copies kept outputs takes many times longer on them than on the inputs the loop repeated."""
+    honest = cpu_verdicts[HERE / "legit" / "triton_matmul.py"]
+    assert honest.status == "ok" and honest.fresh_ratio is not None and 0.3 < honest.fresh_ratio < 3.0
+    kept = cpu_verdicts[HERE / "cases" / "triton_kept_outputs_own_copy.py"]
+    assert kept.guard == "fresh_inputs" and "never seen" in kept.feedback

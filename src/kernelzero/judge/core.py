@@ -573,7 +573,8 @@ class Judge(MemoryPlanning, Comparing):
 
     @staticmethod
     def _attach_timing(verdict: Verdict, cand: dict, ref: Reference) -> None:
-        verdict.timed = True
+        verdict.timed, fresh, median = True, (cand.get("fresh") or {}).get("min_ms"), cand["events"]["median_ms"]
+        verdict.fresh_ratio = round(fresh / median, 3) if fresh and median else None  # `timing_violation`'s figures
         verdict.timed_by, cand, eager, compiled = comparable(cand, ref.eager, ref.compiled)
         verdict.runtime, verdict.ref_runtime, verdict.compile_runtime = map(_timing, (cand, eager, compiled))
         if verdict.runtime and verdict.runtime.median_ms > 0:

@@ -52,6 +52,7 @@ class Verdict:
     speed_noise: float | None = None
     """The relative spread of `speedup_eager`: the candidate's and the reference's IQR / median, summed. A speedup
     within it of 1.0 cannot be told from noise (`speed_noisy`): rewards then count it as 1.0."""
+    fresh_ratio: float | None = None  # the fastest call on never-seen inputs over the timed median (`fresh_inputs`)
     guard: str | None = None  # the check or guard that decided a non-ok status
     feedback: str = ""  # short text fit to show a model: compiler lines, the mismatch, the exception
     trials: int = 0  # correctness trials that ran
