@@ -106,8 +106,10 @@ def _sets(k=3, shapes=None):
     return [[torch.randn(*shape(j), generator=g), torch.randn(*shape(j), generator=g)] for j in range(k)]
 
 
-def _timed(module_of, sets=None, pools=False, **cfg):
+def _timed(module_of, sets=None, pools=False, fresh=None, **cfg):
     clock = copy_clock()
+    timed = clock.elapsed  # a call that ran only a copy of a kept output (marked "copy") takes 0.05 ms
+    clock.elapsed = lambda start, end: 0.05 if clock.calls[end.call - 1] == "copy" else timed(start, end)
     graphs = _Graphs(clock)
     clock.graph_api = graphs.api()
     if pools:  # the timing's own pool and each graph's go through the stand-in allocator
@@ -116,7 +118,7 @@ def _timed(module_of, sets=None, pools=False, **cfg):
     config = {"warmup": 2, "min_calls": 20, "max_calls": 20, "budget_s": 0.01, "flush_l2": False,
               "launch_cover": False, "graphs": True, **cfg}  # fmt: skip
     stats = time_model(fake_torch, clock, module_of(graphs), sets or _sets(), config,
-                       capture=lambda out: ("tensor", [out.clone()]))  # fmt: skip
+                       capture=lambda out: ("tensor", [out.clone()]), fresh=fresh)  # fmt: skip
     return stats, graphs
 
 
@@ -210,6 +212,46 @@ def test_a_graph_that_computes_on_its_first_replay_only_is_not_timed_from_graphs
     stats, graphs = _timed(module)
     assert stats["graphs"] == {"status": "differs"} and graphs.replays == 24 + 120
     assert stats["events"]["n"] == 120
+
+
+def _fresh():
+    return _sets(k=5)[3:]  # values the loop never had, drawn as its sets are
+
+
+def test_a_graph_that_copies_outputs_it_kept_for_repeated_values_is_not_timed_from_graphs():
+    """Honest eagerly; what it records while captured compares the inputs with the values it last computed on and,
+    where equal, copies the output it kept (a fast call), else computes. Every replay the protocol checks is right:
+    the checked ones follow a change of values or return what was computed for them. Replayed on values never seen
+    (the timing's fresh sets, written into its inputs), it computes, many times slower than its timed replays."""
+
+    def module(graphs):
+        def forward(x, y):
+            out = torch.empty_like(x)
+            if graphs.capturing is None:
+                graphs.launch(x, lambda: torch.sub(x, y, out=out).abs_())
+                return out
+            seen = []
+
+            def kernel():
+                if seen and torch.equal(seen[0], x) and torch.equal(seen[1], y):
+                    graphs.clock.calls.append("copy")  # `out` still holds the kept answer
+                    return
+                graphs.clock.calls.append(x.data_ptr())
+                torch.sub(x, y, out=out).abs_()
+                seen[:] = [x.clone(), y.clone()]
+
+            graphs.capturing.work.append(kernel)
+            return out
+
+        return forward
+
+    stats, _ = _timed(module, fresh=_fresh)
+    assert stats["graphs"]["status"] == "fresh" and stats["graphs"]["median_ms"] == pytest.approx(0.05)
+    assert stats["graphs"]["fresh_ms"] == pytest.approx(1.0)  # copy 0's inputs: 1 ms on the stand-in clock
+    assert _timed(module)[0]["graphs"]["status"] == "ok"  # without fresh sets its replays read as 50 us
+    honest_stats, graphs = _timed(honest, fresh=_fresh)
+    assert honest_stats["graphs"]["status"] == "ok" and graphs.replays == 24 + 120 + 2
+    assert [len(c[1]) for c in honest_stats["captured"]] == [1] * 5  # 3 loop sets, then the 2 fresh ones
 
 
 def test_a_module_that_cannot_be_captured_is_timed_eagerly_only():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 
-from kernelzero.judge.timing import hides_work
+from kernelzero.judge.timing import hides_work, slower_on_fresh
 from kernelzero.syntax import parse
 
 Hit = "tuple[str, str] | None"
@@ -474,8 +474,6 @@ def library_op_violation(ref_ops: dict[str, int], cand_ops: dict[str, int], laun
 # no honest module can reach, so they never decide between two honest kernels.
 # ---------------------------------------------------------------------------------------------------------------------
 ROOFLINE_CACHE_BYTES = 128 * 2**20  # output bytes a kernel may leave in L2 when it ends (above any GPU's L2 size)
-FRESH_FACTOR = 3.0  # `fresh_inputs`: a call on new values may take this many times the timed median ...
-FRESH_MIN_MS = 0.02  # ... plus this much (a launch-bound kernel's single call jitters by microseconds)
 
 
 def timing_violation(cand: dict, output_bytes: int, bandwidth_tbs: float) -> tuple[str, str] | None:
@@ -491,8 +489,8 @@ def timing_violation(cand: dict, output_bytes: int, bandwidth_tbs: float) -> tup
     `timing.SIDE_STREAM_MIN_MS` and by more than the span itself in the least of up to three rounds the worker
     measured (`timing.time_model`): work was left on a stream the events do not see.
     fresh_inputs: the fastest call on input values the module had never seen (`fresh`, made after the timed loop)
-    took more than FRESH_FACTOR times the timed calls' median plus FRESH_MIN_MS: the timed calls, which repeat a few
-    input sets, were answered from outputs kept for those inputs (a copy by its own kernel: right, and launched).
+    was slower than `timing.slower_on_fresh` allows: the timed calls, which repeat a few input sets, were answered
+    from outputs kept for those inputs (a copy by its own kernel: right, and launched).
     """
     events, wall = cand["events"]["median_ms"], cand["wall"]["median_ms"]
     fastest = min(events, cand["events"].get("min_ms", events))
@@ -502,7 +500,7 @@ def timing_violation(cand: dict, output_bytes: int, bandwidth_tbs: float) -> tup
         return "roofline", (f"a timed call of {fastest * 1e3:.2f} us is below the {floor_ms * 1e3:.2f} us needed only "
                             f"to write the {output_bytes / 2**20:.1f} MiB of outputs at {bandwidth_tbs:g} TB/s")
     new = (cand.get("fresh") or {}).get("min_ms")
-    if new is not None and new > FRESH_FACTOR * events + FRESH_MIN_MS:
+    if new is not None and slower_on_fresh(new, events):
         return "fresh_inputs", (f"a call on inputs never seen before took {new * 1e3:.1f} us, the timed calls a median "
                                 f"of {events * 1e3:.1f} us on inputs they had seen: every timed call must compute its "
                                 "output (no outputs kept for inputs seen earlier)")  # fmt: skip

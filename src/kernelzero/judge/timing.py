@@ -46,8 +46,16 @@ import statistics
 from dataclasses import asdict, dataclass
 from time import sleep as _host_sleep  # bound at import, before any candidate code runs in the worker
 
+FRESH_FACTOR = 3.0  # a call on new values may take this many times the timed median ...
+FRESH_MIN_MS = 0.02  # ... plus this much (a launch-bound kernel's single call jitters by microseconds)
 SIDE_STREAM_MIN_MS = 0.2  # wall minus event time an honest call never shows (host launch cost is ~0.01-0.1 ms)
 WALL_ROUND_PAUSES_S = (0.1, 0.5)  # before the second and third wall-clock rounds of a call that looked hidden
+
+
+def slower_on_fresh(fresh_ms: float, median_ms: float) -> bool:
+    """A call on input values never seen took more than FRESH_FACTOR times the timed calls' median plus
+    FRESH_MIN_MS: the timed calls, which repeat a few input sets, were not all computing (the `fresh_inputs` rule)."""
+    return fresh_ms > FRESH_FACTOR * median_ms + FRESH_MIN_MS
 
 
 def hides_work(wall_ms: float, span_ms: float) -> bool:
@@ -241,7 +249,7 @@ def _placed_summary(event_ms: list[float], k: int, count: int) -> tuple[dict, li
     return {**summarize(event_ms), "median_ms": statistics.fmean(per_copy)}, per_copy
 
 
-def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected: dict) -> dict:
+def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected: dict, fresh_sets=()) -> dict:
     """The timed calls again, each replaying a CUDA graph captured from the module on that copy and input set: the
     host launches one graph per call whatever the module launches. `{"status": "ok", "events", "placements",
     "cover_audit"}`, or `{"status": why not}` where the figures would not be the module's own work:
@@ -253,6 +261,10 @@ def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected
       `capture` kept) of the set whose values it now reads; otherwise (nondeterministic kernels too) `differs`;
     - the values then move on once more before the timed replays, one random replay per set of which is checked
       the same way (a graph that computes on its first replay only is `differs`);
+    - then each of `fresh_sets` (values never seen, made after the eager timed loop; `expected` holds their eager
+      outputs after the loop's) is written into one graph's inputs and replayed once, timed: a wrong output is
+      `differs`, a replay slower than `slower_on_fresh` allows is `fresh` (a graph that copies outputs it kept for
+      the values it was replayed on, rather than computing them, is not timed from graphs);
     - a module that cannot be captured (a host sync, an allocation outside the graph's pool) is `uncapturable`;
       two input sets are needed, of one shape each (`sets`), and the graph API (`unavailable`).
     The eager figures stay the reported `events` either way; the judge uses these where candidate and reference both
@@ -303,6 +315,21 @@ def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected
     if any(not _same(bound, got, expected[(j + 2) % k]) for j, got in kept.items()):
         return {"status": "differs"}
     events, per_copy = _placed_summary(event_ms, k, len(copies))
+    fresh_ms = []
+    for f, values in enumerate(fresh_sets):
+        j = f % k
+        if [(values[i].shape, values[i].dtype) for i in tensors[0]] != shapes[0] or k + f not in expected:
+            break  # fresh sets are drawn as the loop's are: this does not happen, but a copy must not be forced
+        for i in tensors[0]:
+            bound.copy(copies[0][j][i], values[i])
+        g, out = graphs[0][j]
+        ms, _, _, got = _timed_calls(bound, None, [[copies[0][j]]], 1, flush, unpin, cover, {0: 0}, capture,
+                                     [[lambda g=g, out=out: (g.replay(), out)[1]]])  # fmt: skip
+        if not _same(bound, got[0], expected[k + f]):
+            return {"status": "differs"}
+        fresh_ms += ms
+    if fresh_ms and slower_on_fresh(min(fresh_ms), events["median_ms"]):
+        return {"status": "fresh", "fresh_ms": round(min(fresh_ms), 6), "median_ms": round(events["median_ms"], 6)}
     return {"status": "ok", "events": events, "placements": [round(m, 6) for m in per_copy],
             "cover_audit": _cover_audit(cover_us, host_s) if cover is not None else None}  # fmt: skip
 
@@ -477,15 +504,15 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
                     break
                 us = min(cfg.cover_max_us, max(2 * cover[1], 2 * audit["host_max_us"]))
                 cover, retimed = (int(cover[0] * us / cover[1]), us), True
-            fresh_ms = None  # after the loop and its retiming, in the same pool, behind the same flush and cover
-            if fresh is not None and (sets := fresh()):
+            fresh_ms, sets = None, fresh() if fresh is not None else []  # after the loop and its retiming, in the
+            if sets:  # same pool, behind the same flush and cover
                 fresh_ms, _, _, kept = _timed_calls(bound, model, [sets], len(sets), flush, unpin, cover,
                                                     {j: j for j in range(len(sets))}, capture)  # fmt: skip
                 captured.update({k + j: out for j, out in kept.items()})  # after the loop's sets, in order
         # Outside the pool's routing: a graph's capture allocates from a pool of its own, never reused around it.
         graphs = None
         if placed and cfg.graphs:
-            graphs = graph_timing(bound, model, copies, n, flush, unpin, cover, capture, captured)
+            graphs = graph_timing(bound, model, copies, n, flush, unpin, cover, capture, captured, sets)
         # Wall clock per call, each bracketed by device-wide syncs, and the current stream's events around the
         # same call with nothing queued before it (the span: the host's enqueue and the stream's work, no cover):
         # work hidden on a side stream shows in the wall and not in the span (the `side_stream` guard compares
