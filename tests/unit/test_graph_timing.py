@@ -186,30 +186,40 @@ def test_a_module_that_answers_a_capture_from_its_own_buffer_is_not_timed_from_g
     assert _timed(module)[0]["graphs"] == {"status": "differs"}
 
 
-def test_a_graph_that_computes_on_its_first_replay_only_is_not_timed_from_graphs():
-    """Honest eagerly; what it records while captured computes once (the checked replay) and leaves its output
-    as it is at every later replay. The timed replays read values moved on since that check, and one of them per set
-    is checked: its stale output gives it away."""
+def _honest_eagerly(record):
+    """A module honest when called eagerly (|x - y| into a new tensor); while captured, `record(graphs, x, y, out)`
+    records what its graph will do instead."""
 
     def module(graphs):
         def forward(x, y):
             out = torch.empty_like(x)
             if graphs.capturing is None:
                 graphs.launch(x, lambda: torch.sub(x, y, out=out).abs_())
-                return out
-            ran = []
-
-            def once():
-                if not ran:
-                    torch.sub(x, y, out=out).abs_()
-                    ran.append(True)
-
-            graphs.launch(x, once)
+            else:
+                record(graphs, x, y, out)
             return out
 
         return forward
 
-    stats, graphs = _timed(module)
+    return module
+
+
+def test_a_graph_that_computes_on_its_first_replay_only_is_not_timed_from_graphs():
+    """Honest eagerly; what it records while captured computes once (the checked replay) and leaves its output
+    as it is at every later replay. The timed replays read values moved on since that check, and one of them per set
+    is checked: its stale output gives it away."""
+
+    def once(graphs, x, y, out):
+        ran = []
+
+        def kernel():
+            if not ran:
+                torch.sub(x, y, out=out).abs_()
+                ran.append(True)
+
+        graphs.launch(x, kernel)
+
+    stats, graphs = _timed(_honest_eagerly(once))
     assert stats["graphs"] == {"status": "differs"} and graphs.replays == 24 + 120
     assert stats["events"]["n"] == 120
 
@@ -224,27 +234,20 @@ def test_a_graph_that_copies_outputs_it_kept_for_repeated_values_is_not_timed_fr
     the checked ones follow a change of values or return what was computed for them. Replayed on values never seen
     (the timing's fresh sets, written into its inputs), it computes, many times slower than its timed replays."""
 
-    def module(graphs):
-        def forward(x, y):
-            out = torch.empty_like(x)
-            if graphs.capturing is None:
-                graphs.launch(x, lambda: torch.sub(x, y, out=out).abs_())
-                return out
-            seen = []
+    def copies_kept(graphs, x, y, out):
+        seen = []
 
-            def kernel():
-                if seen and torch.equal(seen[0], x) and torch.equal(seen[1], y):
-                    graphs.clock.calls.append("copy")  # `out` still holds the kept answer
-                    return
-                graphs.clock.calls.append(x.data_ptr())
-                torch.sub(x, y, out=out).abs_()
-                seen[:] = [x.clone(), y.clone()]
+        def kernel():
+            if seen and torch.equal(seen[0], x) and torch.equal(seen[1], y):
+                graphs.clock.calls.append("copy")  # `out` still holds the kept answer
+                return
+            graphs.clock.calls.append(x.data_ptr())
+            torch.sub(x, y, out=out).abs_()
+            seen[:] = [x.clone(), y.clone()]
 
-            graphs.capturing.work.append(kernel)
-            return out
+        graphs.capturing.work.append(kernel)
 
-        return forward
-
+    module = _honest_eagerly(copies_kept)
     stats, _ = _timed(module, fresh=_fresh)
     assert stats["graphs"]["status"] == "fresh" and stats["graphs"]["median_ms"] == pytest.approx(0.05)
     assert stats["graphs"]["fresh_ms"] == pytest.approx(1.0)  # copy 0's inputs: 1 ms on the stand-in clock

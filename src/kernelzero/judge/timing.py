@@ -318,8 +318,8 @@ def graph_timing(bound, model, copies, n, flush, unpin, cover, capture, expected
     fresh_ms = []
     for f, values in enumerate(fresh_sets):
         j = f % k
-        if [(values[i].shape, values[i].dtype) for i in tensors[0]] != shapes[0] or k + f not in expected:
-            break  # fresh sets are drawn as the loop's are: this does not happen, but a copy must not be forced
+        if [(values[i].shape, values[i].dtype) for i in tensors[0]] != shapes[0]:
+            break  # a task whose shapes vary by seed: this set does not fit the graph's buffers
         for i in tensors[0]:
             bound.copy(copies[0][j][i], values[i])
         g, out = graphs[0][j]
@@ -504,8 +504,9 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
                     break
                 us = min(cfg.cover_max_us, max(2 * cover[1], 2 * audit["host_max_us"]))
                 cover, retimed = (int(cover[0] * us / cover[1]), us), True
-            fresh_ms, sets = None, fresh() if fresh is not None else []  # after the loop and its retiming, in the
-            if sets:  # same pool, behind the same flush and cover
+            # The fresh sets: after the loop and its retiming, in the same pool, behind the same flush and cover.
+            fresh_ms, sets = None, fresh() if fresh is not None else []
+            if sets:
                 fresh_ms, _, _, kept = _timed_calls(bound, model, [sets], len(sets), flush, unpin, cover,
                                                     {j: j for j in range(len(sets))}, capture)  # fmt: skip
                 captured.update({k + j: out for j, out in kept.items()})  # after the loop's sets, in order
