@@ -285,6 +285,15 @@ def check_mix(items: list, expected: dict, statuses: list[str], latency: list[fl
             if compile_lat else None}  # fmt: skip
 
 
+def fresh_line(figures: dict) -> str:
+    """How near the timed candidates came to the `fresh_inputs` rule (3x the timed median): their ratios' range."""
+    ratios = sorted(r for r in figures.get("fresh_ratios", []) if r is not None)
+    if not ratios:
+        return "no candidate timed on new inputs"
+    return (f"{len(ratios)} timed on new inputs, fresh/timed median {statistics.median(ratios):.2f}, "
+            f"max {ratios[-1]:.2f}; {figures['guards'].count('fresh_inputs')} rejected by fresh_inputs")
+
+
 def cpu_seconds() -> float:
     """Busy CPU seconds of the whole machine so far (/proc/stat: user, nice, system, irq, softirq, steal; 0 where
     there is none): the difference over a pass, against its wall times the cores, says how CPU-bound the pass was, on
@@ -319,6 +328,8 @@ def _summary(items: list, verdicts: list, wall: float, cpu_s: float | None = Non
     return {"wall_s": wall, "correct": sum(v.correct for v in verdicts), "n": len(items),
             "per_min": 60 * len(items) / wall, "build_farm_s": builds, "stage_median_s": per_stage,
             "stage_total_s": sum_stage, "statuses": [v.status for v in verdicts],
+            "guards": [v.guard for v in verdicts],  # which guard rejected (`fresh_inputs` must never hit honest ones)
+            "fresh_ratios": [v.fresh_ratio for v in verdicts],  # calls on new inputs over the timed median
             "stage_s": [{k: round(s, 3) for k, s in v.stage_s.items()} for v in verdicts],
             "cpu_s": cpu_s and round(cpu_s, 1),
             "cpu_busy": cpu_s and round(cpu_s / (wall * (os.cpu_count() or 1)), 3),
@@ -526,7 +537,8 @@ def main() -> None:
         if expected:
             us["mix"] = check_mix(items, expected, us["statuses"], us["latency_s"])
             print(f"   mix: {us['mix']['mismatches']} verdicts differ from their expected status; compile errors "
-                  f"answered in a median {us['mix']['compile_error_latency_median_s']} s", flush=True)  # fmt: skip
+                  f"answered in a median {us['mix']['compile_error_latency_median_s']} s; {fresh_line(us)}",
+                  flush=True)  # fmt: skip
         print(f"   {us['correct']}/{us['n']} correct, {us['wall_s']:.1f} s, {us['per_min']:.1f}/min, {cpu(us)}; "
               f"median stage seconds {json.dumps(us['stage_median_s'])}\n   summed over candidates "
               f"{json.dumps(us['stage_total_s'])}"
@@ -536,7 +548,8 @@ def main() -> None:
         if st and expected:
             st["mix"] = check_mix(items, expected, st["statuses"], st["latency_s"])
             print(f"   mix, steady: {st['mix']['mismatches']} verdicts differ from their expected status; compile "
-                  f"errors answered in a median {st['mix']['compile_error_latency_median_s']} s", flush=True)
+                  f"errors answered in a median {st['mix']['compile_error_latency_median_s']} s; {fresh_line(st)}",
+                  flush=True)
         if st:
             print(f"   steady state (same pool; the same candidates as new sources): {st['correct']}/{st['n']} correct,"
                   f" {st['wall_s']:.1f} s, {st['per_min']:.1f}/min, {st['per_min'] / kb['per_min']:.2f}x the "
