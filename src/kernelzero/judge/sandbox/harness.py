@@ -145,12 +145,15 @@ class Bound:
         # would run candidate code inside the judge's own read of the output (a lazy answer computed off the record).
         self.detach, self.to, self.contiguous = torch.Tensor.detach, torch.Tensor.to, torch.Tensor.contiguous
         self.storage, self.numel, self.vars = torch.Tensor.untyped_storage, torch.Tensor.numel, vars
+        self.element_size = torch.Tensor.element_size
         if torch.cuda.is_available():
             self.event = torch.cuda.Event
             self.synchronize = torch.cuda.synchronize
             self.elapsed = torch.cuda.Event.elapsed_time
             self.sleep = torch.cuda._sleep  # a kernel that spins for a number of GPU cycles (timing's launch cover)
             self.empty_cache = torch.cuda.empty_cache
+            # Free memory left in the caching allocator: n bytes allocated and dropped (timing.fresh_reserve)
+            self.reserve = lambda n: self._empty(n, dtype=self._uint8, device="cuda").numel()
             names = ("_cuda_beginAllocateCurrentThreadToPool", "_cuda_endAllocateToPool", "_cuda_releasePool")
             api = (getattr(torch.cuda, "MemPool", None), *(getattr(torch._C, n, None) for n in names))
             self.pool_api = (*api, torch.cuda.current_device) if all(api) else None  # timing.own_pool
@@ -161,7 +164,7 @@ class Bound:
             self.synchronize = lambda: None
             self.elapsed = lambda start, end: (end.t - start.t) * 1e3
             self.sleep = None
-            self.empty_cache = lambda: None
+            self.empty_cache = self.reserve = lambda *_: None
             self.pool_api = self.graph_api = None
 
     def writer(self, name: str) -> PackWriter:
