@@ -538,7 +538,7 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
             # The fresh sets: after the loop and its retiming, in the same pool, behind the same flush. Made, they
             # take the free blocks the loop's outputs cycled through, so each fresh call's output (and its kept
             # copy) would come from a new device allocation inside the timed call: on an H100 under a batch's
-            # builds, honest 58 us kernels read 0.23-22 ms on new inputs that way (three of 32 rejected). Free
+            # builds, honest 58 us kernels read 0.23-22 ms on new inputs that way (3 of 26 rejected in a pass). Free
             # memory for them is reserved first, untimed, and each call goes behind the longest cover.
             fresh_ms, sets = None, fresh() if fresh is not None else []
             if sets:
