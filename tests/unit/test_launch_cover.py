@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kernelzero.judge import timing
+from kernelzero.judge import wall
 from kernelzero.judge.core import Judge
 from kernelzero.judge.timing import TimingConfig, launch_cover_cycles, time_model
 from kernelzero.judge.verdict import Verdict
@@ -41,6 +41,12 @@ class _Device:
 
     def sleep(self, cycles):
         self.queue.append(("sleep", cycles))
+
+    def empty_bytes(self, n, device):
+        return torch.zeros(n, dtype=torch.uint8)
+
+    def zero(self, cell):  # the wall rounds' control kernel
+        self.queue.append(("control", None))
 
 
 def test_the_cover_outlasts_three_slowest_enqueues_within_its_bounds():
@@ -97,7 +103,7 @@ def test_the_cover_audit_counts_calls_the_host_outran_and_a_short_cover_is_retim
     20 such calls, the calls are timed once more behind a cover of twice the host's slowest (at most cover_max_us).
     The host clock here is a counter the model advances: 10 us a call, `slow_s` a call after warm-up and estimate
     (the cover is sized at 3 x 10 us)."""
-    monkeypatch.setattr(timing, "_host_sleep", lambda s: None)  # the wall rounds' pauses
+    monkeypatch.setattr(wall, "_host_sleep", lambda s: None)  # the wall rounds' pauses
     device = _Device()
     device.now, calls = 0.0, []
     device.perf_counter = lambda: device.now

@@ -437,6 +437,32 @@ def test_the_coder_pass_rate_on_the_same_tasks_compares_each_tasks_first_and_las
     assert coder_same_tasks(tmp_path / "nothing") == {}
 
 
+def test_the_report_counts_the_coders_rejected_rollouts_by_guard(tmp_path):
+    """A guard misfiring on honest kernels reads to GRPO as a reward of 0: the report lists, per run, the Coder
+    phases' rollouts, correct ones and rejections by guard (the Proposer phase's l(m) samples left out)."""
+    from kernelzero.loop.records import VERDICTS_FILE, VerdictRecord
+    from kernelzero.loop.runlog import KeyedLog
+    from kernelzero.roles.coder import Judged
+    from kernelzero.study.report import coder_rejections, render
+
+    log = KeyedLog(tmp_path / VERDICTS_FILE)
+    verdicts = [("coder", Verdict(status="ok", correct=True)), ("coder", Verdict(status="ok", correct=True)),
+                ("coder", Verdict.fail("rejected", "kept outputs", guard="fresh_inputs")),
+                ("coder", Verdict.fail("rejected", "torch op", guard="no_custom_kernel")),
+                ("coder", Verdict.fail("rejected", "torch op", guard="no_custom_kernel")),
+                ("coder", Verdict.fail("incorrect", "off")),
+                ("proposer", Verdict.fail("rejected", "side", guard="side_stream"))]  # fmt: skip
+    for i, (phase, v) in enumerate(verdicts):
+        rec = VerdictRecord.of((0, phase, 0, i), Task(name="t", source="x"), Judged("c", "code", v), "triton")
+        log.append(rec.key, rec.to_dict())
+    got = coder_rejections(tmp_path)
+    assert got == {"rollouts": 6, "correct": 2, "rejected": {"no_custom_kernel": 2, "fresh_inputs": 1}}
+    assert coder_rejections(tmp_path / "nothing") == {}
+    runs = {"main/seed-0": {"sft": None, "rounds": [], "proposer": {}, "coder_rejections": got}}
+    text = render({"smoke": False, "runs": runs, "arms": {}}, [])
+    assert "| main/seed-0 | 6 | 2 | no_custom_kernel 2, fresh_inputs 1 |" in text
+
+
 @pytest.mark.parametrize("name", ["study_h200.yaml", "study_h200_v3.yaml"])
 def test_the_shipped_gpu_config_loads_and_can_start_from_the_committed_corpus(name):
     """A typo in a GPU study's config would cost a device call to find: it loads into a valid StudyConfig, and its

@@ -11,9 +11,11 @@ The runtime guard `no_custom_kernel` and the replay and degenerate-task checks l
 from __future__ import annotations
 
 import ast
+import math
 import re
 
-from kernelzero.judge.timing import hides_work, slower_on_fresh
+from kernelzero.judge.timing import slower_on_fresh
+from kernelzero.judge.wall import hides_work
 from kernelzero.syntax import parse
 
 Hit = "tuple[str, str] | None"
@@ -486,7 +488,7 @@ def timing_violation(cand: dict, output_bytes: int, bandwidth_tbs: float) -> tup
     beats physics even once. It bites on large outputs only; bandwidth_tbs <= 0 turns it off.
     side_stream: each call's wall time (device-wide syncs around it) exceeds its span (the current stream's events
     around the same call, the host's enqueue included; the event time where no span was sent) by more than
-    `timing.SIDE_STREAM_MIN_MS` and by more than the span itself in the least of up to three rounds the worker
+    `wall.SIDE_STREAM_MIN_MS` and by more than the span itself in the least of up to three rounds the worker
     measured (`timing.time_model`): work was left on a stream the events do not see.
     fresh_inputs: the fastest call on input values the module had never seen (`fresh`, made after the timed loop)
     was slower than `timing.slower_on_fresh` allows: the timed calls, which repeat a few input sets, were answered
@@ -506,6 +508,9 @@ def timing_violation(cand: dict, output_bytes: int, bandwidth_tbs: float) -> tup
                                 "output (no outputs kept for inputs seen earlier)")  # fmt: skip
     span = (cand.get("span") or {}).get("median_ms", events)
     if hides_work(wall, span):
-        return "side_stream", (f"a call takes {wall:.3f} ms of wall time between device-wide syncs but {span:.3f} "
-                               "ms on the current stream's events: work runs where the timer does not look")
+        control = cand.get("wall_control_ms")  # from the worker: named only when it is a plain finite number
+        known = type(control) in (int, float) and math.isfinite(control) and control > 0
+        besides = f", beyond the {control:.3f} ms the machine added to a tiny kernel of the judge's," if known else ""
+        return "side_stream", (f"a call takes {wall:.3f} ms of wall time between device-wide syncs{besides} but "
+                               f"{span:.3f} ms on the current stream's events: work runs where the timer does not look")
     return None

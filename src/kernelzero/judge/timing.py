@@ -44,26 +44,17 @@ from __future__ import annotations
 import contextlib
 import statistics
 from dataclasses import asdict, dataclass
-from time import sleep as _host_sleep  # bound at import, before any candidate code runs in the worker
+
+from kernelzero.judge.wall import wall_rounds
 
 FRESH_FACTOR = 3.0  # a call on new values may take this many times the timed median ...
 FRESH_MIN_MS = 0.02  # ... plus this much (a launch-bound kernel's single call jitters by microseconds)
-SIDE_STREAM_MIN_MS = 0.2  # wall minus event time an honest call never shows (host launch cost is ~0.01-0.1 ms)
-WALL_ROUND_PAUSES_S = (0.1, 0.5)  # before the second and third wall-clock rounds of a call that looked hidden
 
 
 def slower_on_fresh(fresh_ms: float, median_ms: float) -> bool:
     """A call on input values never seen took more than FRESH_FACTOR times the timed calls' median plus
     FRESH_MIN_MS: the timed calls, which repeat a few input sets, were not all computing (the `fresh_inputs` rule)."""
     return fresh_ms > FRESH_FACTOR * median_ms + FRESH_MIN_MS
-
-
-def hides_work(wall_ms: float, span_ms: float) -> bool:
-    """A call's median wall time (device-wide syncs around it) exceeds its span (the current stream's events
-    around it) by more than SIDE_STREAM_MIN_MS and by more than the span itself: work on a stream the events do not
-    see (the `side_stream` guard's rule)."""
-    hidden = wall_ms - span_ms
-    return hidden > SIDE_STREAM_MIN_MS and hidden > span_ms
 
 
 @dataclass
@@ -456,23 +447,6 @@ def fresh_reserve(bound, set_bytes: int, out_bytes: int, calls: int) -> None:
     bound.reserve(min(FRESH_RESERVE_MAX, set_bytes + 2 * calls * out_bytes + slack))
 
 
-def _wall_and_span(bound, model, input_sets: list[list], calls: int) -> tuple[list[float], list[float]]:
-    """Per call (ms): wall clock between device-wide syncs, and the current stream's events around the same call
-    with nothing queued before it (the span: the host's enqueue and the stream's work, no cover)."""
-    wall_ms, span_ms = [], []
-    for i in range(calls):
-        a, b = bound.event(enable_timing=True), bound.event(enable_timing=True)
-        bound.synchronize()
-        t0 = bound.perf_counter()
-        a.record()
-        model(*input_sets[i % len(input_sets)])
-        b.record()
-        bound.synchronize()
-        wall_ms.append((bound.perf_counter() - t0) * 1e3)
-        span_ms.append(bound.elapsed(a, b))
-    return wall_ms, span_ms
-
-
 def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingConfig, capture=None,
                fresh=None) -> dict:  # fmt: skip
     """Time `model(*inputs)` over rotated `input_sets`. Returns summaries of event and wall times (ms).
@@ -552,32 +526,15 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         graphs = None
         if placed and cfg.graphs:
             graphs = graph_timing(bound, model, copies, n, flush, unpin, cover, capture, captured, sets)
-        # Wall clock per call, each bracketed by device-wide syncs, and the current stream's events around the
-        # same call with nothing queued before it (the span: the host's enqueue and the stream's work, no cover):
-        # work hidden on a side stream shows in the wall and not in the span (the `side_stream` guard compares
-        # the two; the covered events above leave the host's time out on purpose, so they cannot serve).
-        # A round whose medians look like hidden work is measured again after a pause, up to twice, and the round
-        # with the least hidden time kept: work on a side stream shows in every round, while the GPU shared with
-        # a dying context (a hung candidate killed just before) or a host descheduled under a batch's builds
-        # passes. On an H100, 3 of 45 honest CUDA candidates of a loaded batch showed 0.2-1.6 ms of wall over
-        # 0.006-0.09 ms of span in one round.
-        rounds = []  # (median wall - median span, wall, span) per round
-        for pause in (0.0, *WALL_ROUND_PAUSES_S):
-            if pause:
-                _host_sleep(pause)
-            wall_ms, span_ms = _wall_and_span(bound, model, input_sets, min(n, cfg.min_calls))
-            wall_median, span_median = statistics.median(wall_ms), statistics.median(span_ms)
-            rounds.append((wall_median - span_median, wall_ms, span_ms))
-            if not hides_work(wall_median, span_median):
-                break
-        _, wall_ms, span_ms = min(rounds, key=lambda r: r[0])
+        # The `side_stream` guard's figures: wall clocks against the stream's events (`wall.wall_rounds`).
+        wall_ms, span_ms, wall_figures = wall_rounds(bound, model, input_sets, min(n, cfg.min_calls))
     events, per_copy = _placed_summary(event_ms, k, len(copies)) if placed else (summarize(event_ms), None)
     result = {"events": events, "wall": summarize(wall_ms), "span": summarize(span_ms),
               "config": asdict(cfg),
               "cover_us": round(cover[1], 1) if cover is not None else None,
               "cover_audit": audit and {**audit, "retimed": retimed},
               "placements": [round(m, 6) for m in per_copy] if placed else None,
-              "wall_rounds": len(rounds)}  # fmt: skip
+              **wall_figures}  # fmt: skip
     if graphs is not None:
         result["graphs"] = graphs
     if fresh_ms:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,21 @@ def coder_same_tasks(run_dir: Path) -> dict[str, dict[str, float | int]]:
                      "last": sum(b for _, b in ps) / len(ps)} for r, ps in sorted(pairs.items())}  # fmt: skip
 
 
+def coder_rejections(run_dir: Path) -> dict[str, Any]:
+    """What the judge said to the Coder's training rollouts: how many, how many correct, and the rejected ones by
+    guard. A guard that rejects a share of a model's honest kernels (a timing backstop misfiring under load) reads as
+    a reward of 0 to GRPO; this table is where such a bias would show."""
+    if not (run_dir / VERDICTS_FILE).is_file():
+        return {}
+    rollouts, correct, guards = 0, 0, Counter()
+    for rec in read_verdict_records(run_dir):
+        if rec.phase == "coder":
+            rollouts, correct = rollouts + 1, correct + bool(rec.verdict.correct)
+            if rec.verdict.status == "rejected":
+                guards[rec.verdict.guard or "unnamed"] += 1
+    return {"rollouts": rollouts, "correct": correct, "rejected": dict(guards.most_common())}
+
+
 def speed_term(run_dir: Path) -> dict[str, float | None]:
     """Where CA-GRPO's speed term could act, as the trainer logged it: the mean over Coder steps of the share of
     groups whose gate opened and of the share whose correct rollouts the speed term told apart, the only groups in
@@ -127,6 +143,7 @@ def collect(out: Path) -> dict[str, Any]:
             runs[f"{arm_dir.name}/seed-{m.group(1)}"] = {
                 "arm": arm_dir.name, "seed": int(m.group(1)), "sft": sft, "rounds": rounds, "same_start": same,
                 "coder_same_tasks": coder_same_tasks(arm_dir / "run"),
+                "coder_rejections": coder_rejections(arm_dir / "run"),
                 "speed_term": speed_term(arm_dir / "run"),
                 "proposer_training": proposer_training(arm_dir / "run"),
                 "proposer": proposer_figures(seed_dir, arm_dir)}  # fmt: skip
@@ -263,6 +280,15 @@ def render(summary: dict[str, Any], figures: list[str]) -> str:
     for name, run in summary["runs"].items():
         for r, x in run.get("coder_same_tasks", {}).items():
             lines.append(f"| {name} | {r} | {x['tasks']} | {100 * x['first']:.1f}% | {100 * x['last']:.1f}% |")
+    lines += ["", "## The judge's rejections of the Coder's rollouts", "",
+              "Over each run's Coder phases: rollouts, correct ones, and the rejected ones by guard (a rejection "
+              "is a reward of 0; a guard that misfires on honest kernels would show here).", "",
+              "| run | rollouts | correct | rejected, by guard |", "|---|---|---|---|"]  # fmt: skip
+    for name, run in summary["runs"].items():
+        x = run.get("coder_rejections") or {}
+        if x:
+            by_guard = ", ".join(f"{g} {n}" for g, n in x["rejected"].items()) or "none"
+            lines.append(f"| {name} | {x['rollouts']} | {x['correct']} | {by_guard} |")
     lines += ["", "## Where the speed term could act", "",
               "Mean over the Coder's steps: the share of GRPO groups whose gate opened, and the share in which the "
               "speed term told two correct rollouts apart. Only the latter moves an advantage (rewards are scaled per "

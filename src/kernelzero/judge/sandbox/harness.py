@@ -135,7 +135,7 @@ class Bound:
         self._exports = None  # devmem.Exports, made when the job opens a device channel
         self._device_socket = None  # where their descriptors go (`open_device_channel`)
         self._send_fds, self._socket, self._close = socket.send_fds, socket.socket, os.close
-        self.clone, self.copy = torch.Tensor.clone, torch.Tensor.copy_
+        self.clone, self.copy, self.zero = torch.Tensor.clone, torch.Tensor.copy_, torch.Tensor.zero_
         self.watch: ForwardWatch | None = None  # the candidate job's hang watch, around each checked forward
         # A new uint8 block of `n` bytes on `device` (timing's placed copies of small inputs)
         self.empty_bytes = lambda n, device: self._empty(n, dtype=self._uint8, device=device)
