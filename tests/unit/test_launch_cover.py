@@ -42,7 +42,7 @@ class _Device:
     def sleep(self, cycles):
         self.queue.append(("sleep", cycles))
 
-    def empty_bytes(self, n, device):
+    def scratch(self, n, device):
         return torch.zeros(n, dtype=torch.uint8)
 
     def zero(self, cell):  # the wall rounds' control kernel

@@ -25,7 +25,7 @@ class _Device:
         self.per_call_s, self.env_s, self.now = per_call_s, env_s, 0.0
         self.randbelow = lambda n: 0
         self.synchronize = lambda: None
-        self.empty_bytes = lambda n, device: torch.zeros(n, dtype=torch.uint8)
+        self.scratch = lambda n, device: torch.zeros(n, dtype=torch.uint8)
 
     def zero(self, cell):
         self.now += self.env_s

@@ -104,7 +104,7 @@ def wall_rounds(bound, model, input_sets: list[list], calls: int) -> tuple[list[
     time) and the figures to record: rounds measured, the control's excess taken out, the median wait for a CPU.
     The garbage collector is off meanwhile, so no finalizer of the module's can run inside a control's bracket."""
     where = next((d for d in (getattr(t, "device", None) for t in input_sets[0]) if d is not None), "cpu")
-    cell = bound.empty_bytes(CONTROL_BYTES, where)  # beside the inputs: on their GPU
+    cell = bound.scratch(CONTROL_BYTES, where)  # beside the inputs: on their GPU
     rounds = []  # (median wall - median span, the round's figures, the control's median excess) per round
     waited, collecting = RunQueueWait(), _gc_isenabled()
     _gc_disable()

@@ -137,10 +137,10 @@ class Bound:
         self._send_fds, self._socket, self._close = socket.send_fds, socket.socket, os.close
         self.clone, self.copy, self.zero = torch.Tensor.clone, torch.Tensor.copy_, torch.Tensor.zero_
         self.watch: ForwardWatch | None = None  # the candidate job's hang watch, around each checked forward
-        # A new uint8 block of `n` bytes on `device` (timing's placed copies of small inputs)
-        self.empty_bytes = lambda n, device: self._empty(n, dtype=self._uint8, device=device)
-        self.equal = torch.equal
-        self.tensor_type = torch.Tensor
+        # A new uint8 block of `n` bytes on `device`: the wall rounds' control kernel's (`scratch`), and under a name
+        # of its own the arena of timing's placed copies of small inputs (`empty_bytes`)
+        self.scratch = self.empty_bytes = lambda n, device: self._empty(n, dtype=self._uint8, device=device)
+        self.equal, self.tensor_type = torch.equal, torch.Tensor
         # Looked up on the class, never on the output: a method set on a returned tensor instance (`y.detach = ...`)
         # would run candidate code inside the judge's own read of the output (a lazy answer computed off the record).
         self.detach, self.to, self.contiguous = torch.Tensor.detach, torch.Tensor.to, torch.Tensor.contiguous
