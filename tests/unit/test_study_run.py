@@ -438,8 +438,9 @@ def test_the_coder_pass_rate_on_the_same_tasks_compares_each_tasks_first_and_las
 
 
 def test_the_report_counts_the_coders_rejected_rollouts_by_guard(tmp_path):
-    """A guard misfiring on honest kernels reads to GRPO as a reward of 0: the report lists, per run, the Coder
-    phases' rollouts, correct ones and rejections by guard (the Proposer phase's l(m) samples left out)."""
+    """A guard misfiring on honest kernels reads to GRPO as a reward of 0, and in an evaluation as a test sample
+    failed: the report lists, per run, the Coder phases' rollouts, correct ones and rejections by guard (the Proposer
+    phase's l(m) samples left out), and its evaluations' samples and rejections."""
     from kernelzero.loop.records import VERDICTS_FILE, VerdictRecord
     from kernelzero.loop.runlog import KeyedLog
     from kernelzero.roles.coder import Judged
@@ -458,9 +459,23 @@ def test_the_report_counts_the_coders_rejected_rollouts_by_guard(tmp_path):
     got = coder_rejections(tmp_path)
     assert got == {"rollouts": 6, "correct": 2, "rejected": {"no_custom_kernel": 2, "fresh_inputs": 1}}
     assert coder_rejections(tmp_path / "nothing") == {}
-    runs = {"main/seed-0": {"sft": None, "rounds": [], "proposer": {}, "coder_rejections": got}}
+    # the evaluations' test samples: one rejected after SFT, none after round 1, a folder not yet evaluated
+    from kernelzero.eval.evaluate import VERDICTS, EvalRecord
+    from kernelzero.study.report import eval_rejections
+
+    after_sft = [Verdict.fail("rejected", "side", guard="side_stream"), Verdict.fail("incorrect", "off")]
+    for name, vs in (("eval-sft", after_sft), ("eval-round-1", [Verdict(status="ok", correct=True)] * 3)):
+        (tmp_path / name).mkdir()
+        lines = [EvalRecord("t", None, i, 1, "code", v).to_json() + "\n" for i, v in enumerate(vs)]
+        (tmp_path / name / VERDICTS).write_text("".join(lines))
+    evals = eval_rejections([tmp_path / "eval-sft", tmp_path / "eval-round-1", tmp_path / "eval-round-2"])
+    assert evals == {"samples": 5, "rejected": {"side_stream": 1}}
+    runs = {"main/seed-0": {"sft": None, "rounds": [], "proposer": {}, "coder_rejections": got,
+                            "eval_rejections": evals},
+            "main/seed-1": {"sft": None, "rounds": [], "proposer": {}, "coder_rejections": {}}}  # fmt: skip
     text = render({"smoke": False, "runs": runs, "arms": {}}, [])
-    assert "| main/seed-0 | 6 | 2 | no_custom_kernel 2, fresh_inputs 1 |" in text
+    assert "| main/seed-0 | 6 | 2 | no_custom_kernel 2, fresh_inputs 1 | 5 | side_stream 1 |" in text
+    assert "| main/seed-1 |" not in text.split("## The judge's rejections")[1].split("##")[0]  # nothing recorded
 
 
 @pytest.mark.parametrize("name", ["study_h200.yaml", "study_h200_v3.yaml"])

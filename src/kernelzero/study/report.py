@@ -91,6 +91,21 @@ def coder_rejections(run_dir: Path) -> dict[str, Any]:
     return {"rollouts": rollouts, "correct": correct, "rejected": dict(guards.most_common())}
 
 
+def eval_rejections(eval_dirs: list[Path]) -> dict[str, Any]:
+    """The same over the test samples of a run's evaluations (after SFT and after each round): a misfiring guard
+    there moves pass@1 itself."""
+    from kernelzero.eval.evaluate import VERDICTS
+    from kernelzero.eval.evaluate import read_records as read_eval_records
+
+    samples, guards = 0, Counter()
+    for d in eval_dirs:
+        for rec in read_eval_records(d / VERDICTS):
+            samples += 1
+            if rec.verdict.status == "rejected":
+                guards[rec.verdict.guard or "unnamed"] += 1
+    return {"samples": samples, "rejected": dict(guards.most_common())}
+
+
 def speed_term(run_dir: Path) -> dict[str, float | None]:
     """Where CA-GRPO's speed term could act, as the trainer logged it: the mean over Coder steps of the share of
     groups whose gate opened and of the share whose correct rollouts the speed term told apart, the only groups in
@@ -144,6 +159,7 @@ def collect(out: Path) -> dict[str, Any]:
                 "arm": arm_dir.name, "seed": int(m.group(1)), "sft": sft, "rounds": rounds, "same_start": same,
                 "coder_same_tasks": coder_same_tasks(arm_dir / "run"),
                 "coder_rejections": coder_rejections(arm_dir / "run"),
+                "eval_rejections": eval_rejections([sft_dir, *arm_dir.glob("eval-round-*")]),
                 "speed_term": speed_term(arm_dir / "run"),
                 "proposer_training": proposer_training(arm_dir / "run"),
                 "proposer": proposer_figures(seed_dir, arm_dir)}  # fmt: skip
@@ -280,15 +296,18 @@ def render(summary: dict[str, Any], figures: list[str]) -> str:
     for name, run in summary["runs"].items():
         for r, x in run.get("coder_same_tasks", {}).items():
             lines.append(f"| {name} | {r} | {x['tasks']} | {100 * x['first']:.1f}% | {100 * x['last']:.1f}% |")
-    lines += ["", "## The judge's rejections of the Coder's rollouts", "",
+    lines += ["", "## The judge's rejections", "",
               "Over each run's Coder phases: rollouts, correct ones, and the rejected ones by guard (a rejection "
-              "is a reward of 0; a guard that misfires on honest kernels would show here).", "",
-              "| run | rollouts | correct | rejected, by guard |", "|---|---|---|---|"]  # fmt: skip
+              "is a reward of 0); over its evaluations (after SFT and each round), the test samples rejected. A "
+              "guard that misfires on honest kernels would show here.", "",
+              "| run | rollouts | correct | rejected, by guard | evaluations' samples | rejected, by guard |",
+              "|---|---|---|---|---|---|"]  # fmt: skip
     for name, run in summary["runs"].items():
-        x = run.get("coder_rejections") or {}
-        if x:
-            by_guard = ", ".join(f"{g} {n}" for g, n in x["rejected"].items()) or "none"
-            lines.append(f"| {name} | {x['rollouts']} | {x['correct']} | {by_guard} |")
+        x, e = run.get("coder_rejections") or {}, run.get("eval_rejections") or {}
+        if x or e:
+            cells = [str(x.get("rollouts", "n/a")), str(x.get("correct", "n/a")), _guards(x),
+                     str(e.get("samples", "n/a")), _guards(e)]  # fmt: skip
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += ["", "## Where the speed term could act", "",
               "Mean over the Coder's steps: the share of GRPO groups whose gate opened, and the share in which the "
               "speed term told two correct rollouts apart. Only the latter moves an advantage (rewards are scaled per "
@@ -308,6 +327,10 @@ def render(summary: dict[str, Any], figures: list[str]) -> str:
     for name in figures:
         lines += [f"![{name}](plots/{name})", ""]
     return "\n".join(lines)
+
+
+def _guards(x: dict) -> str:
+    return (", ".join(f"{g} {n}" for g, n in x["rejected"].items()) or "none") if x else "n/a"
 
 
 def _yes(x: bool) -> str:
