@@ -16,6 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from kernelzero.eval.evaluate import VERDICTS
+from kernelzero.eval.evaluate import read_records as read_eval_records
 from kernelzero.loop.records import VERDICTS_FILE, read_verdict_records
 from kernelzero.loop.runlog import read_records
 
@@ -94,9 +96,6 @@ def coder_rejections(run_dir: Path) -> dict[str, Any]:
 def eval_rejections(eval_dirs: list[Path]) -> dict[str, Any]:
     """The same over the test samples of a run's evaluations (after SFT and after each round): a misfiring guard
     there moves pass@1 itself."""
-    from kernelzero.eval.evaluate import VERDICTS
-    from kernelzero.eval.evaluate import read_records as read_eval_records
-
     samples, guards = 0, Counter()
     for d in eval_dirs:
         for rec in read_eval_records(d / VERDICTS):
