@@ -4,7 +4,8 @@
 # (a KernelBench checkout's src/ and KernelBench/level1,2 for `eval`, never committed).
 # KZ_SWEEP_FROM=DIR: a carried sweep folder (e.g. .kb/sweep, from an earlier call's $OUT) the sweep step resumes.
 # KZ_MEMLOG=0 turns off $OUT/mem.log (host and GPU memory every 3 s, the three largest processes).
-# Steps (KZ_STEPS): gpu_tests timing pch_check throughput stability probe front_check ablation first_call train eval sweep big
+# Steps (KZ_STEPS): gpu_tests timing pch_check throughput stability probe side_stream_load front_check ablation first_call
+# train eval sweep big
 # study (KZ_ARM, KZ_SEED, KZ_STUDY_DIR: resumes there; KZ_STUDY_ARGS: e.g. "--config configs/study_h200.yaml
 # --corpus-from bench/results/study_h100_d1bb4a6.tgz", the committed GPU-judged corpus, read only while the folder has
 # none, so the same command resumes; SIGINT at KZ_STUDY_LIMIT s, then rerun; its folder without
@@ -65,6 +66,8 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
     stability) step stability timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/timing_stability.py \
               --out "$OUT/timing_stability.json" ${KZ_STABILITY_ARGS:-} ;;
     probe) step probe timeout 300 python3 bench/timing_probe.py --out "$OUT/probe.json" ${KZ_PROBE_ARGS:-} ;;
+    side_stream_load) step side_stream_load timeout 300 python3 bench/side_stream_load.py \
+              --out "$OUT/side_stream_load.json" ${KZ_LOAD_ARGS:-} ;;
     front_check) step front_check timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/front_check.py ${KZ_FRONT_ARGS:-} ;;
     ablation) step ablation timeout ${KZ_BENCH_TIMEOUT:-600} python3 bench/build_ablation.py --out "$OUT/ablation.json" \
               ${KZ_ABLATION_ARGS:-} ;;

@@ -145,3 +145,12 @@ def test_the_guards_message_names_the_control_only_when_the_worker_sent_a_number
     for forged in ("0.28", float("nan"), None, [1]):
         got = timing_violation({**stats, "wall_control_ms": forged}, 0, 10.0)
         assert got[0] == "side_stream" and "beyond" not in got[1]
+
+
+def test_without_the_control_the_walls_are_read_as_they_are(pauses):
+    """`TimingConfig.wall_control` off (the protocol before the control, for `bench/side_stream_load.py` to compare):
+    no control kernel runs, and what the machine adds stays in the walls."""
+    device = _Device(per_call_s=0.29e-3, env_s=0.28e-3)
+    stats = timing.time_model(FAKE_TORCH, device, device.model, [[torch.ones(4)]], {**CFG, "wall_control": False})
+    assert stats["wall_control_ms"] == 0.0 and stats["wall"]["median_ms"] == pytest.approx(0.29)
+    assert timing_violation(stats, 0, 10.0)[0] == "side_stream"

@@ -84,6 +84,7 @@ class TimingConfig:
     warm-up, then this one). The copies and calls in a pool of their own with the flush buffer outside it did not
     move the two-kernel mode on an H100 (`bench/README.md`); with the flush buffer inside, not yet measured."""
     calls_per_placement: int = 5  # at least this many timed calls per copy
+    wall_control: bool = True  # the `side_stream` walls less a control kernel's excess (`wall.wall_rounds`)
     graphs: bool = True
     """Where the inputs are placed and there are two input sets or more, also time the calls replayed from captured
     CUDA graphs (`graph_timing`: one graph per copy and set, no host launch inside a call), reported under `graphs`
@@ -527,7 +528,8 @@ def time_model(torch, bound, model, input_sets: list[list], cfg: dict | TimingCo
         if placed and cfg.graphs:
             graphs = graph_timing(bound, model, copies, n, flush, unpin, cover, capture, captured, sets)
         # The `side_stream` guard's figures: wall clocks against the stream's events (`wall.wall_rounds`).
-        wall_ms, span_ms, wall_figures = wall_rounds(bound, model, input_sets, min(n, cfg.min_calls))
+        wall_ms, span_ms, wall_figures = wall_rounds(bound, model, input_sets, min(n, cfg.min_calls),
+                                                     cfg.wall_control)  # fmt: skip
     events, per_copy = _placed_summary(event_ms, k, len(copies)) if placed else (summarize(event_ms), None)
     result = {"events": events, "wall": summarize(wall_ms), "span": summarize(span_ms),
               "config": asdict(cfg),

@@ -92,17 +92,19 @@ def _wall_and_span(bound, model, input_sets: list[list], calls: int, control,
     runs into the next control."""
     out: dict[str, list[float]] = {"wall": [], "span": [], "wait": [], "control": []}
     for i in range(calls):
-        k_wall, k_span, _ = _bracket(bound, waited, control)
+        k_wall, k_span, _ = _bracket(bound, waited, control) if control is not None else (0.0, 0.0, 0.0)
         wall, span, wait = _bracket(bound, waited, model, *input_sets[i % len(input_sets)])
         for key, v in (("wall", wall), ("span", span), ("wait", wait), ("control", k_wall - k_span)):
             out[key].append(v)
     return out
 
 
-def wall_rounds(bound, model, input_sets: list[list], calls: int) -> tuple[list[float], list[float], dict]:
+def wall_rounds(bound, model, input_sets: list[list], calls: int,
+                control: bool = True) -> tuple[list[float], list[float], dict]:  # fmt: skip
     """The module's walls less the control's excess, its spans (ms per call, from the round with the least hidden
     time) and the figures to record: rounds measured, the control's excess taken out, the median wait for a CPU.
-    The garbage collector is off meanwhile, so no finalizer of the module's can run inside a control's bracket."""
+    The garbage collector is off meanwhile, so no finalizer of the module's can run inside a control's bracket.
+    `control` False (`TimingConfig.wall_control`): no control kernel, the walls as read (the protocol before it)."""
     where = next((d for d in (getattr(t, "device", None) for t in input_sets[0]) if d is not None), "cpu")
     cell = bound.scratch(CONTROL_BYTES, where)  # beside the inputs: on their GPU
     rounds = []  # (median wall - median span, the round's figures, the control's median excess) per round
@@ -112,7 +114,8 @@ def wall_rounds(bound, model, input_sets: list[list], calls: int) -> tuple[list[
         for pause in (0.0, *WALL_ROUND_PAUSES_S):
             if pause:
                 _host_sleep(pause)
-            got = _wall_and_span(bound, model, input_sets, calls, lambda: bound.zero(cell), waited)
+            got = _wall_and_span(bound, model, input_sets, calls, (lambda: bound.zero(cell)) if control else None,
+                                 waited)  # fmt: skip
             excess = max(0.0, statistics.median(got["control"]))
             wall_median, span_median = statistics.median(got["wall"]) - excess, statistics.median(got["span"])
             rounds.append((wall_median - span_median, got, excess))
