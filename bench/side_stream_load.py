@@ -52,14 +52,13 @@ def _cpu_load(stop) -> None:
 def _modules() -> dict:
     """name -> (module, input sets): our own trusted modules, nothing judged."""
     import torch
-    from throughput_cases.mix import _task
+    from timing_probe import _module  # the mix's small task, built from our own task text
 
     out = {}
     for name, op in (("relu_small", "relu"), ("softmax_small", "softmax")):
-        ns: dict = {}
-        exec(compile(_task(op, small=True), f"<task {op}>", "exec"), ns)  # our own task text, no candidate code
         torch.manual_seed(0)
-        out[name] = (ns["Model"]().cuda(), [[t.cuda() for t in ns["get_inputs"]()] for _ in range(3)])
+        model, get_inputs = _module(op)
+        out[name] = (model, [[t.cuda() for t in get_inputs()] for _ in range(3)])
     side, w = torch.cuda.Stream(), torch.randn(4096, 4096, device="cuda")
 
     def hidden(x):  # the work on a stream of its own, not waited for: what the guard is for

@@ -84,25 +84,20 @@ def coder_rejections(run_dir: Path) -> dict[str, Any]:
     a reward of 0 to GRPO; this table is where such a bias would show."""
     if not (run_dir / VERDICTS_FILE).is_file():
         return {}
-    rollouts, correct, guards = 0, 0, Counter()
-    for rec in read_verdict_records(run_dir):
-        if rec.phase == "coder":
-            rollouts, correct = rollouts + 1, correct + bool(rec.verdict.correct)
-            if rec.verdict.status == "rejected":
-                guards[rec.verdict.guard or "unnamed"] += 1
-    return {"rollouts": rollouts, "correct": correct, "rejected": dict(guards.most_common())}
+    verdicts = [rec.verdict for rec in read_verdict_records(run_dir) if rec.phase == "coder"]
+    return {"rollouts": len(verdicts), "correct": sum(v.correct for v in verdicts), "rejected": _by_guard(verdicts)}
 
 
 def eval_rejections(eval_dirs: list[Path]) -> dict[str, Any]:
     """The same over the test samples of a run's evaluations (after SFT and after each round): a misfiring guard
     there moves pass@1 itself."""
-    samples, guards = 0, Counter()
-    for d in eval_dirs:
-        for rec in read_eval_records(d / VERDICTS):
-            samples += 1
-            if rec.verdict.status == "rejected":
-                guards[rec.verdict.guard or "unnamed"] += 1
-    return {"samples": samples, "rejected": dict(guards.most_common())}
+    verdicts = [rec.verdict for d in eval_dirs for rec in read_eval_records(d / VERDICTS)]
+    return {"samples": len(verdicts), "rejected": _by_guard(verdicts)}
+
+
+def _by_guard(verdicts: list) -> dict[str, int]:
+    """The rejected verdicts counted by the guard that decided them, most first."""
+    return dict(Counter(v.guard or "unnamed" for v in verdicts if v.status == "rejected").most_common())
 
 
 def speed_term(run_dir: Path) -> dict[str, float | None]:
