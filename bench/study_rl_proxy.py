@@ -34,6 +34,8 @@ from kernelzero.study import family  # noqa: E402
 from kernelzero.study.config import SFT_KEEP, SFT_SCHEDULERS  # noqa: E402
 from kernelzero.study.writer import slug, write_solution  # noqa: E402
 
+DEVICE = "cpu"  # where the proxy trains and samples (`--device`)
+
 
 def _norm(code: str | None) -> str:
     return "\n".join(line.rstrip() for line in (code or "").strip().splitlines())
@@ -64,12 +66,13 @@ def rl_task_pool(kind: str, corpus: list, fresh: list) -> list:
 
 
 def solved(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed: int) -> list[int]:
-    """How many of `samples` completions (temperature 1) of each task are exact-match correct."""
+    """How many of `samples` completions (temperature 1) of each task are exact-match correct (sampled on
+    `DEVICE`)."""
     from kernelzero.generation import load_policy
     from kernelzero.generation.base import SamplingConfig
     from kernelzero.roles.coder import coder_messages, parse_coder_completion
 
-    policy = load_policy(str(model_dir), device="cpu", batch_size=64)
+    policy = load_policy(str(model_dir), device=DEVICE, batch_size=64 if DEVICE == "cpu" else 256)
     chats = [coder_messages(t.source, "triton", brief=True) for t in tasks]
     outs = policy.generate(chats, samples, SamplingConfig(temperature=1.0, max_new_tokens=512, seed=seed))
     return [sum(judge.verdict(t.name, getattr(parse_coder_completion(c.text), "code", None)).correct
@@ -144,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sft-lr", type=float, default=None, help="SFT's learning rate (default: the proxy's 2e-3)")
     ap.add_argument("--sft-only", action="store_true", help="stop after SFT and its pass@1 (no RL phase)")
     ap.add_argument("--seed", type=int, default=0, help="the models' init and SFT")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                    help="where SFT, RL and sampling run: cuda measures model sizes the 2 cores cannot train in a "
+                    "session (a GPU's random streams differ from the CPU's: its figures pair with its own runs)")
     ap.add_argument("--train-tasks", type=int, default=512,
                     help="the Coder's SFT corpus: the family's first N training tasks (above the pack's 512, the "
                     "writer's solutions unjudged); the RL tasks are the 512 after them")  # fmt: skip
@@ -165,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
                   sft_patience=args.sft_patience, sft_scheduler=args.sft_scheduler, sft_keep=args.sft_keep)
     if args.sft_lr is not None:
         cfg = replace(cfg, sft_lr=args.sft_lr)
+    global DEVICE
+    DEVICE = args.device
+    cfg = replace(cfg, device=args.device)
     train = family.train_tasks(cfg.train_tasks + cfg.loop_tasks, config=cfg.family)
     loop, test = train[cfg.train_tasks :], family.test_tasks(64, config=cfg.family)
     judge = ExactMatchJudge(train + test)
@@ -219,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         def on_rewards(rec, batches=batches) -> None:
             batches.append(sum(v.correct for v in rec.verdicts) / len(rec.verdicts))
 
-        pc = CoderPhaseConfig(model=str(sft_final), output_dir=str(phase), use_cpu=True, bf16=False,
+        pc = CoderPhaseConfig(model=str(sft_final), output_dir=str(phase), use_cpu=DEVICE == "cpu", bf16=False,
                               log_completions=False, seed=rl_seed, num_generations=args.generations,
                               max_completion_length=512, learning_rate=lr, max_steps=args.steps * args.mu,
                               per_device_train_batch_size=args.batch, gate=GateConfig(alpha=0.5, beta=0.1),
