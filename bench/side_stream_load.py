@@ -8,8 +8,10 @@ processes spinning on the cores. For each module, each condition (quiet, loaded)
 off), `--repeats` runs of the judge's timing protocol (`timing.time_model`, eager: no graphs, as the wall rounds are):
 
 - `relu_small`, `softmax_small`: the realistic mix's small tasks (64 x 256), eager torch, a few microseconds;
-- `side_stream`: a matrix product of about 1 ms launched on a stream of its own, the result returned without waiting:
-  the events the timed loop reads see nothing, the wall does (the guard must reject it in every run).
+- `side_stream`: a matrix product of about 1 ms launched on a stream of its own, the result returned without waiting.
+  Under load the events the timed loop reads miss it and the wall does not: the guard must reject it there. Quiet,
+  on an H100, the product holds every SM, so the current stream's own op waits behind it and the events' span takes
+  in most of it (wall - span 0.67 ms, under the span): the timing counts the work and the rule, rightly, stays quiet.
 
 Prints per row how many runs the guard's rule flags (`wall.hides_work` on the medians `time_model` returns), the
 median of wall less span, of the control's excess taken out and of the host's wait for a CPU. In the second GPU

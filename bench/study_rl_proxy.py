@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import sys
 import time
@@ -94,6 +95,19 @@ def pass_at_1(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed
     return sum(a for a, _ in hits.values()) / (len(tasks) * samples)
 
 
+def pass_at_k(counts: list[int], n: int, k: int) -> float:
+    """The unbiased pass@k estimate (Chen et al., 2021) over tasks with `counts` correct of `n` samples each."""
+    return sum(1 - math.comb(n - c, k) / math.comb(n, k) for c in counts) / len(counts)
+
+
+def headroom(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed: int) -> dict[str, float]:
+    """pass@k on `tasks` for k = 1, 2, 4, ... up to `samples`: how far RL, which sharpens what the model already
+    samples, could raise pass@1 (towards pass@k) without teaching the model anything new."""
+    counts = solved(model_dir, tasks, judge, samples, seed)
+    ks = sorted({2**i for i in range(samples.bit_length()) if 2**i <= samples} | {samples})
+    return {str(k): round(pass_at_k(counts, samples, k), 4) for k in ks}
+
+
 def learnable(model_dir: Path, pool, judge: ExactMatchJudge, samples: int, seed: int) -> tuple[list, dict]:
     """The tasks of `pool` the SFT model solves in some but not all of `samples` tries: what a Proposer rewarded for
     tasks solved about half the time would hand the Coder, where every group of rollouts has a reward spread (an
@@ -146,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
                     "or the last of --sft-max-steps")  # fmt: skip
     ap.add_argument("--sft-lr", type=float, default=None, help="SFT's learning rate (default: the proxy's 2e-3)")
     ap.add_argument("--sft-only", action="store_true", help="stop after SFT and its pass@1 (no RL phase)")
+    ap.add_argument("--headroom", type=int, default=0, metavar="N",
+                    help="test pass@k for k up to N (N samples a task) of the SFT's weights and of every RL phase "
+                    "already in --out (with --sft-only: no new RL phase): what RL could reach by sharpening alone")
     ap.add_argument("--seed", type=int, default=0, help="the models' init and SFT")
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
                     help="where SFT, RL and sampling run: cuda measures model sizes the 2 cores cannot train in a "
@@ -190,6 +207,13 @@ def main(argv: list[str] | None = None) -> int:
             by_seed[str(rs)] = {"test": pass_at_1(sft_final, test, judge, 4, rs, sizes), "test_by_apis": sizes}
             save()
     print("after SFT:", record["after_sft"], record.get("after_sft_by_seed", ""), flush=True)
+    if args.headroom:  # the SFT's weights and every RL phase's this folder holds
+        heads = record.setdefault("headroom", {})
+        for name, path in {"sft": sft_final, **{k: out / f"rl-{k}" / "final" for k in record["runs"]}}.items():
+            if name not in heads and path.is_dir():
+                heads[name] = headroom(path, test, judge, args.headroom, 2000 + args.seed)
+                save()
+                print(f"test pass@k, {name}:", heads[name], flush=True)
     if args.sft_only:
         return 0
 

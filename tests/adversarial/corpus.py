@@ -23,6 +23,8 @@ Header constants of every file in cases/ and legit/:
   TIMED_ON_CPU   the cheat lives in the timing stage (phase detection, batch-and-skip, timed lookups): the CPU run
                  judges the file with the timing protocol on host clocks (JudgeOptions.timing_on_cpu), so the guards
                  on timed calls decide its CPU verdict too; default False
+  GPU_EXPECT     (status, guard) when the file is judged again as a real GPU kernel, where that differs from the
+                 CPU verdict (a timing cheat that gains nothing at the case's size on a GPU); default the EXPECT pair
   MIXED          legit only: torch ops next to custom kernels (a vendor GEMM plus a fused epilogue); default False
   CUDA_COMPILES  CUDA only: False when the CUDA source is broken ON PURPOSE (build-failure fallback); default True
 """
@@ -46,6 +48,7 @@ HEADER_DEFAULTS = {
     "TIMED_ON_CPU": False,
     "MIXED": False,
     "CUDA_COMPILES": True,
+    "GPU_EXPECT": None,
 }
 REQUIRED = ("EXPECT_STATUS", "EXPECT_GUARD", "TASK", "BACKEND", "NEEDS_GPU")
 

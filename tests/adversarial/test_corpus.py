@@ -131,10 +131,12 @@ def gpu_verdicts():
 @pytest.mark.parametrize("path", [pytest.param(p, id=f"{p.parent.name}/{p.stem}") for p in FILES
                                   if not constants(p).get("NEEDS_GPU")])  # fmt: skip
 def test_cpu_corpus_also_holds_on_gpu(path: Path, gpu_verdicts):
-    """The Triton cases that CI judges under the interpreter, judged again as real GPU kernels."""
+    """The Triton cases that CI judges under the interpreter, judged again as real GPU kernels (`GPU_EXPECT` where an
+    exploit timed on host clocks gains nothing at the case's size on a GPU)."""
     c = constants(path)
     verdict = gpu_verdicts[path]
-    assert (verdict.status, verdict.guard) == (c["EXPECT_STATUS"], c["EXPECT_GUARD"]), verdict.feedback
+    expected = tuple(c.get("GPU_EXPECT", (c["EXPECT_STATUS"], c["EXPECT_GUARD"])))
+    assert (verdict.status, verdict.guard) == expected, verdict.feedback
 
 
 def test_mixed_solution_is_rejected_under_the_strict_policy(pool):

@@ -15,6 +15,9 @@ EXPECTED: rejected by `fresh_inputs`: after the timed loop the worker makes inpu
 (`JudgeOptions.timing_fresh`) and times one call on each; a call on new values computes the product, several times
 slower than the timed median. The CPU corpus runs the timing stage on host clocks (TIMED_ON_CPU), where the
 interpreted product (16 programs) costs many times the one-program copy.
+ON A GPU, AT THIS SIZE: `ok` (an H100, 2026-12-07). A 64 x 64 product is one launch of a few microseconds; the lookup
+is two `torch.equal` (each a reduction and a host sync) and the copy, no faster, so the timed calls gain nothing and
+there is nothing to reject. The exploit pays on a GPU only at sizes the interpreter cannot run.
 """
 
 import torch
@@ -31,6 +34,7 @@ BACKEND = "triton"
 NEEDS_GPU = False
 NAIVE_FAST = False  # each timed call still launches the copy, so the naive harness's runtime is not below a tenth
 TIMED_ON_CPU = True
+GPU_EXPECT = ("ok", None)  # (status, guard) when judged as a real GPU kernel: see the docstring
 
 
 @triton.jit
