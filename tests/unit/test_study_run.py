@@ -478,8 +478,9 @@ def test_the_report_counts_the_coders_rejected_rollouts_by_guard(tmp_path):
     assert "| main/seed-1 |" not in text.split("## The judge's rejections")[1].split("##")[0]  # nothing recorded
 
 
-@pytest.mark.parametrize("name", ["study_h200.yaml", "study_h200_v3.yaml"])
-def test_the_shipped_gpu_config_loads_and_can_start_from_the_committed_corpus(name):
+@pytest.mark.parametrize(("name", "hidden"), [("study_h200.yaml", 128), ("study_h200_v3.yaml", 128),
+                                             ("study_h200_v4.yaml", 512)])  # fmt: skip
+def test_the_shipped_gpu_config_loads_and_can_start_from_the_committed_corpus(name, hidden):
     """A typo in a GPU study's config would cost a device call to find: it loads into a valid StudyConfig, and its
     corpus fields match the committed GPU-judged corpus, so `--corpus-from` takes it instead of judging again."""
     from kernelzero.loop.config import merge, read_config_file
@@ -487,7 +488,7 @@ def test_the_shipped_gpu_config_loads_and_can_start_from_the_committed_corpus(na
 
     root = Path(__file__).parents[2]
     cfg = merge(StudyConfig(), read_config_file(root / "configs" / name))
-    assert cfg.models.shape.hidden_size == 128 and cfg.coder_batch % cfg.rl_generations == 0
+    assert cfg.models.shape.hidden_size == hidden and cfg.coder_batch % cfg.rl_generations == 0
     with corpus_source(root / "bench" / "results" / "study_h100_d1bb4a6.tgz") as (theirs, corpus):
         assert field_mismatch(theirs, cfg) == []
         assert (corpus / "corpus.jsonl").is_file()
