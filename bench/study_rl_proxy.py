@@ -104,7 +104,7 @@ def headroom(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed:
     """pass@k on `tasks` for k = 1, 2, 4, ... up to `samples`: how far RL, which sharpens what the model already
     samples, could raise pass@1 (towards pass@k) without teaching the model anything new."""
     counts = solved(model_dir, tasks, judge, samples, seed)
-    ks = sorted({2**i for i in range(samples.bit_length()) if 2**i <= samples} | {samples})
+    ks = sorted({2**i for i in range(samples.bit_length())} | {samples})
     return {str(k): round(pass_at_k(counts, samples, k), 4) for k in ks}
 
 
