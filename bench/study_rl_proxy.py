@@ -118,6 +118,20 @@ def learnable(model_dir: Path, pool, judge: ExactMatchJudge, samples: int, seed:
                   "all_correct": sum(k == samples for k in counts), "none_correct": sum(k == 0 for k in counts)}
 
 
+def resume_batches(phase: Path, mu: int) -> tuple[list[float], int | None]:
+    """Where an RL phase cut part-way (a device call's time limit) goes on: the optimizer step of its last checkpoint
+    (None: none, start over) and the pass rates of the judged batches that checkpoint has fully trained on (one
+    batch per `mu` steps; a batch generated after it is judged again on resume)."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    last = get_last_checkpoint(str(phase)) if phase.is_dir() else None
+    if last is None or not (phase / "batches.json").is_file():
+        shutil.rmtree(phase, ignore_errors=True)
+        return [], None
+    step = int(Path(last).name.split("-")[-1])
+    return json.loads((phase / "batches.json").read_text())[: step // mu], step
+
+
 def scores(model_dir: Path, test, held_out, judge: ExactMatchJudge, seed: int) -> dict:
     """Pass@1 of `model_dir` on the test and held-out training tasks (4 samples each), and both per number of APIs."""
     sizes: dict[str, dict] = {"test": {}, "held_out_train": {}}
@@ -246,11 +260,12 @@ def main(argv: list[str] | None = None) -> int:
         if key in record["runs"]:
             continue
         phase = out / f"rl-{key}"
-        shutil.rmtree(phase, ignore_errors=True)
-        batches: list[float] = []  # the training pass rate of each judged batch
+        batches, resumed = resume_batches(phase, args.mu)  # the training pass rate of each judged batch
 
-        def on_rewards(rec, batches=batches) -> None:
+        def on_rewards(rec, batches=batches, phase=phase) -> None:
             batches.append(sum(v.correct for v in rec.verdicts) / len(rec.verdicts))
+            phase.mkdir(parents=True, exist_ok=True)
+            (phase / "batches.json").write_text(json.dumps(batches))
 
         pc = CoderPhaseConfig(model=str(sft_final), output_dir=str(phase), use_cpu=DEVICE == "cpu", bf16=False,
                               log_completions=False, seed=rl_seed, num_generations=args.generations,
@@ -262,8 +277,9 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         run_coder_phase(pc, rl_tasks, judge, prompt_fn=lambda t, b: coder_prompt(t, b, brief=True),
                         on_rewards=on_rewards,
-                        resume=False)  # fmt: skip
+                        resume=resumed is not None)  # fmt: skip
         record["runs"][key] = {"train_pass_by_batch": batches, "seconds": round(time.monotonic() - t0, 1),
+                               **({"resumed_at_step": resumed} if resumed is not None else {}),
                                **scores(phase / "final", test, held_out, judge, rl_seed)}  # fmt: skip
         save()
         print(key, json.dumps(record["runs"][key]), flush=True)

@@ -67,3 +67,18 @@ def test_the_learnable_rl_tasks_are_those_solved_sometimes_but_not_always(monkey
     kept, screen = study_rl_proxy.learnable(Path("unused"), pool, None, 8, 0)
     assert kept == [pool[2], pool[3], pool[4]]
     assert screen == {"screened": 6, "samples": 8, "kept": 3, "all_correct": 2, "none_correct": 1}
+
+
+def test_an_rl_phase_cut_part_way_resumes_from_its_last_checkpoint_with_the_batches_it_trained_on(tmp_path):
+    import json
+
+    from study_rl_proxy import resume_batches
+
+    phase = tmp_path / "rl-a"
+    (phase / "checkpoint-2").mkdir(parents=True)
+    (phase / "checkpoint-5").mkdir()
+    (phase / "batches.json").write_text(json.dumps([0.5, 0.25, 1.0, 0.75]))
+    assert resume_batches(phase, 2) == ([0.5, 0.25], 5)  # step 5 of mu 2: two whole batches, the third judged again
+    (phase / "batches.json").unlink()  # checkpoints without the batches' record: start over
+    assert resume_batches(phase, 2) == ([], None) and not phase.exists()
+    assert resume_batches(tmp_path / "never-run", 2) == ([], None)
