@@ -14,7 +14,8 @@
 # rl_proxy (bench/study_rl_proxy.py on the GPU, one process per seed of KZ_PROXY_SEEDS at once, each in
 # KZ_PROXY_DIR/sSEED, which a rerun on the same machine resumes; KZ_PROXY_ARGS: e.g. "--hidden 512 --layers 8
 # --sft-max-steps 2000 --sft-lr 1e-3 --sft-scheduler cosine --sft-keep last --sft-patience 200 --lr 3e-5 --mu 2
-# --steps 24"; KZ_PROXY_LIMIT s; the records come back as $OUT/rl_proxy_sSEED.json)
+# --steps 24 --batch 128"; an RL phase cut by the limit resumes from its last checkpoint; KZ_PROXY_LIMIT s; the
+# records come back as $OUT/rl_proxy_sSEED.json)
 # study_many (KZ_STUDY_RUNS="main:0 main:1 main:2 correctness_only:0 ...", a queue (KZ_STUDY_PARALLEL: at once), each in
 # KZ_STUDY_DIR/ARM-sSEED; bench/study_parallel.py; $OUT/study.tgz (the merged folder), $OUT/weights.tgz.00, .01, ...
 # (the weights the runs still need, then, within KZ_STUDY_WEIGHTS_MB (default 48), the last checkpoint of each loop

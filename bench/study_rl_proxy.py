@@ -162,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
                     "short of); default all")  # fmt: skip
     ap.add_argument("--screen-samples", type=int, default=8,
                     help="with --rl-tasks learnable: completions of each fresh task the SFT model is screened with")
+    ap.add_argument("--rl-pool", type=int, default=None, metavar="N",
+                    help="RL on the first N tasks of the pool only (each drawn about batch * steps / G / N times), "
+                    "their pass@1 (8 samples) measured before and after: can the phase fit tasks it sees again and "
+                    "again, whatever it does on new ones")  # fmt: skip
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--sft-max-steps", type=int, default=1500)
@@ -246,12 +250,17 @@ def main(argv: list[str] | None = None) -> int:
         pool = [t for t in fresh if t.name in names]
     else:
         pool = rl_task_pool(args.rl_tasks, train[: cfg.train_tasks], fresh)
-    rl_tasks = [t.task() for t in pool if args.rl_apis in (None, len(t.apis))]
+    pool = [t for t in pool if args.rl_apis in (None, len(t.apis))][: args.rl_pool]
+    rl_tasks = [t.task() for t in pool]
+    if args.rl_pool and "rl_pool_before" not in record:
+        record["rl_pool_before"] = pass_at_1(sft_final, pool, judge, 8, args.seed)
+        save()
     print(f"RL tasks ({args.rl_tasks}): {len(rl_tasks)}", flush=True)
     for lr, rl_seed in [(lr, rs) for lr in args.lr for rs in (args.rl_seeds or [args.seed])]:
         key = f"lr={lr:g},mu={args.mu},steps={args.steps}" + (f",{args.rl_tasks}" if args.rl_tasks != "fresh" else "")
         key += f",{args.scheduler}" if args.scheduler != "linear" else ""
         key += f",apis={args.rl_apis}" if args.rl_apis else ""
+        key += f",pool={args.rl_pool}" if args.rl_pool else ""
         key += f",kl={args.kl_beta:g}" if args.kl_beta else ""
         key += f",t={args.temperature:g}" if args.temperature != 1.0 else ""
         key += f",batch={args.batch}" if args.batch != 32 else ""
@@ -281,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         record["runs"][key] = {"train_pass_by_batch": batches, "seconds": round(time.monotonic() - t0, 1),
                                **({"resumed_at_step": resumed} if resumed is not None else {}),
                                **scores(phase / "final", test, held_out, judge, rl_seed)}  # fmt: skip
+        if args.rl_pool:
+            record["runs"][key]["rl_pool"] = pass_at_1(phase / "final", pool, judge, 8, rl_seed)
         save()
         print(key, json.dumps(record["runs"][key]), flush=True)
     return 0
