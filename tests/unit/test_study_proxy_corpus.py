@@ -1,6 +1,7 @@
 """The CPU proxies' corpus: copied from the committed GPU-judged pack as it is, or extended to more training tasks
 with the writer's own solutions, never with a test pair."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -70,8 +71,6 @@ def test_the_learnable_rl_tasks_are_those_solved_sometimes_but_not_always(monkey
 
 
 def test_an_rl_phase_cut_part_way_resumes_from_its_last_checkpoint_with_the_batches_it_trained_on(tmp_path):
-    import json
-
     from study_rl_proxy import resume_batches
 
     phase = tmp_path / "rl-a"
