@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from judge_throughput import cpu_seconds  # noqa: E402
+from proc_acct import cpu_seconds  # noqa: E402
 from throughput_cases.mix import mix  # noqa: E402
 
 LEVELS = ("plain", "split", "pch", "bridge")  # farm.TRICKS, named here so --merge needs no torch

@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import proc_acct  # noqa: E402  (beside this script)
+from proc_acct import cpu_seconds  # noqa: E402
 
 
 def _load(path: str, name: str):
@@ -292,20 +293,6 @@ def fresh_line(figures: dict) -> str:
         return "no candidate timed on new inputs"
     return (f"{len(ratios)} timed on new inputs, fresh/timed median {statistics.median(ratios):.2f}, "
             f"max {ratios[-1]:.2f}; {figures['guards'].count('fresh_inputs')} rejected by fresh_inputs")
-
-
-def cpu_seconds() -> float:
-    """Busy CPU seconds of the whole machine so far (/proc/stat: user, nice, system, irq, softirq, steal; 0 where
-    there is none): the difference over a pass, against its wall times the cores, says how CPU-bound the pass was, on
-    a machine running nothing else. Machine-wide, not this process's children: the judge kills a finished worker's
-    process group, and a process killed before its parent reaped it is in no one's resource usage."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return 0.0
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu(figures: dict) -> str:

@@ -13,6 +13,9 @@ until the next `Accounting` or `accton off`.
     with Accounting() as acct:
         ...                      # a pass
     acct.result                  # {"available": True, "by_command": {"cc1plus": {"n": 45, "cpu_s": 210.3}, ...}, ...}
+
+`cpu_seconds()` is the cheaper, coarser figure: the whole machine's busy CPU seconds from /proc/stat, whose
+difference over a pass says how CPU-bound it was.
 """
 
 from __future__ import annotations
@@ -104,6 +107,20 @@ class Accounting:
         self.result = {"available": True, "total_cpu_s": total,
                        "by_command": {k: {"n": v["n"], "cpu_s": round(v["cpu_s"], 2)} for k, v in ranked},
                        "by_caller": by_caller(data)}  # fmt: skip
+
+
+def cpu_seconds() -> float:
+    """Busy CPU seconds of the whole machine so far (/proc/stat: user, nice, system, irq, softirq, steal; 0 where
+    there is none): the difference over a pass, against its wall times the cores, says how CPU-bound the pass was, on
+    a machine running nothing else. Machine-wide, not this process's children: the judge kills a finished worker's
+    process group, and a process killed before its parent reaped it is in no one's resource usage."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def top(result: dict, n: int = 8) -> str:

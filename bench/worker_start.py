@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from judge_throughput import cpu_seconds  # the machine's busy CPU seconds
+from proc_acct import cpu_seconds  # the machine's busy CPU seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "judge"

@@ -36,3 +36,11 @@ def test_a_child_process_is_accounted_by_name():
     name = Path(sys.executable).name[:15]
     assert acct.result["by_command"][name]["cpu_s"] >= 0.4
     assert "all exited" in proc_acct.top(acct.result)
+
+
+def test_machine_busy_seconds_count_a_child_process_cpu_time():
+    before = proc_acct.cpu_seconds()
+    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                    "while time.process_time() - t < 0.5: pass"], check=True)  # fmt: skip
+    assert before > 0
+    assert proc_acct.cpu_seconds() - before >= 0.4  # the child's 0.5 CPU s, at /proc/stat's 10 ms ticks

@@ -276,8 +276,10 @@ _LITERAL = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|(?<![\w.])\.?
 _MEMBER = re.compile(r"(?:\.|->|::)\s*[A-Za-z_]\w*")  # a member or a qualified name: never an undeclared identifier
 # A name declared here: after another name (its type, a qualifier, `struct`), a `*` or `&` between them allowed, or
 # after `#define`. A few keywords read as a type before a use (`return x`) and do not count.
-_DECLARED = re.compile(r"(?=(?:#\s*define|\b(?!(?:return|case|goto|else|do|throw|new|delete|sizeof|co_return|co_yield)"
-                       r"\b)[A-Za-z_]\w*|>)[\s*&]+([A-Za-z_]\w*))")  # a lookahead: `const float* x` declares x too
+_DECLARED = re.compile(
+    r"(?=(?:#\s*define|\b(?!(?:return|case|goto|else|do|throw|new|delete|sizeof|co_return|co_yield)"
+    r"\b)[A-Za-z_]\w*|>)[\s*&]+([A-Za-z_]\w*))"
+)  # a lookahead: `const float* x` declares x too
 
 
 _KEYWORDS = frozenset(
