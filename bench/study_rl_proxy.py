@@ -12,8 +12,9 @@ judge.
     python bench/study_rl_proxy.py --corpus bench/results/study_h100_d1bb4a6.tgz --out /tmp/rl-proxy \\
         --lr 1e-4 3e-4 1e-3 --mu 2 --steps 12
 
-Writes OUT/proxy.json: exact-match pass@1 (4 samples at temperature 1) on the 64 test tasks and on 64 held-out
-training tasks, after SFT and after RL at each learning rate, with the training pass rate of every judged batch.
+Writes OUT/proxy.json: exact-match pass@1 (4 samples at `--eval-temperature`, 1 by default) on the 64 test tasks
+and on 64 held-out training tasks, after SFT and after RL at each learning rate, with the training pass rate of every
+judged batch.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from kernelzero.study.config import SFT_KEEP, SFT_SCHEDULERS  # noqa: E402
 from kernelzero.study.writer import slug, write_solution  # noqa: E402
 
 DEVICE = "cpu"  # where the proxy trains and samples (`--device`)
+EVAL_TEMPERATURE = 1.0  # the evaluations' sampling temperature (`--eval-temperature`)
 
 
 def _norm(code: str | None) -> str:
@@ -67,7 +69,7 @@ def rl_task_pool(kind: str, corpus: list, fresh: list) -> list:
 
 
 def solved(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed: int) -> list[int]:
-    """How many of `samples` completions (temperature 1) of each task are exact-match correct (sampled on
+    """How many of `samples` completions (at `EVAL_TEMPERATURE`) of each task are exact-match correct (sampled on
     `DEVICE`)."""
     from kernelzero.generation import load_policy
     from kernelzero.generation.base import SamplingConfig
@@ -75,7 +77,7 @@ def solved(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed: i
 
     policy = load_policy(str(model_dir), device=DEVICE, batch_size=64 if DEVICE == "cpu" else 256)
     chats = [coder_messages(t.source, "triton", brief=True) for t in tasks]
-    outs = policy.generate(chats, samples, SamplingConfig(temperature=1.0, max_new_tokens=512, seed=seed))
+    outs = policy.generate(chats, samples, SamplingConfig(temperature=EVAL_TEMPERATURE, max_new_tokens=512, seed=seed))
     return [sum(judge.verdict(t.name, getattr(parse_coder_completion(c.text), "code", None)).correct
                 for c in completions)  # a ParseFailure has no code
             for t, completions in zip(tasks, outs, strict=True)]  # fmt: skip
@@ -83,8 +85,8 @@ def solved(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed: i
 
 def pass_at_1(model_dir: Path, tasks, judge: ExactMatchJudge, samples: int, seed: int, by_size: dict | None = None
               ) -> float:  # fmt: skip
-    """Exact-match pass@1 over `tasks` (`samples` each at temperature 1); `by_size`, if given, gets it per number of
-    APIs in a task (2: pairs, 3: triples)."""
+    """Exact-match pass@1 over `tasks` (`samples` each at `EVAL_TEMPERATURE`); `by_size`, if given, gets it per
+    number of APIs in a task (2: pairs, 3: triples)."""
     hits: dict[int, list[int]] = {}  # APIs per task -> [correct, samples]
     for t, k in zip(tasks, solved(model_dir, tasks, judge, samples, seed), strict=True):
         h = hits.setdefault(len(t.apis), [0, 0])
@@ -197,17 +199,25 @@ def main(argv: list[str] | None = None) -> int:
                     help="TRL's beta: the KL penalty to the SFT weights (0, the default: no reference model); keeps a "
                     "sharp SFT policy from drifting on the few groups that carry a signal")  # fmt: skip
     ap.add_argument("--temperature", type=float, default=1.0,
-                    help="the rollouts' sampling temperature (the evaluation stays at 1): above 1, a nearly "
-                    "deterministic SFT policy's groups differ more, so more of them carry a reward spread")  # fmt: skip
+                    help="the rollouts' sampling temperature (the evaluation's is --eval-temperature): above 1, a "
+                    "nearly deterministic SFT policy's groups differ more, so more of them carry a reward spread; "
+                    "below 1, fewer rollouts carry a slip from the tail of the vocabulary")  # fmt: skip
+    ap.add_argument("--eval-temperature", type=float, default=1.0,
+                    help="the evaluations' (and the screen's) sampling temperature; an --out folder keeps the one "
+                    "its first evaluation used")  # fmt: skip
     args = ap.parse_args(argv)
     out = Path(args.out)
+    first = json.loads((out / "proxy.json").read_text())["args"] if (out / "proxy.json").is_file() else vars(args)
+    if first.get("eval_temperature", 1.0) != args.eval_temperature:
+        ap.error(f"{out} was evaluated at --eval-temperature {first.get('eval_temperature', 1.0):g}: its figures "
+                 f"would not compare with {args.eval_temperature:g}; give another --out")  # fmt: skip
     corpus = copy_corpus(args.corpus, out, args.train_tasks, args.corpus_triples)
     cfg = replace(proxy_config(args.sft_max_steps, args.hidden, args.layers, args.train_tasks),
                   sft_patience=args.sft_patience, sft_scheduler=args.sft_scheduler, sft_keep=args.sft_keep)
     if args.sft_lr is not None:
         cfg = replace(cfg, sft_lr=args.sft_lr)
-    global DEVICE
-    DEVICE = args.device
+    global DEVICE, EVAL_TEMPERATURE
+    DEVICE, EVAL_TEMPERATURE = args.device, args.eval_temperature
     cfg = replace(cfg, device=args.device)
     train = family.train_tasks(cfg.train_tasks + cfg.loop_tasks, config=cfg.family)
     loop, test = train[cfg.train_tasks :], family.test_tasks(64, config=cfg.family)

@@ -412,6 +412,13 @@ def test_mu_multiplies_the_updates_not_the_judged_batches(tmp_path):
         replace(config, rl_iterations=0)
 
 
+def test_the_loop_samples_at_the_evaluations_temperature(tmp_path):
+    """One sampling temperature for the study: what the evaluations sample is the policy RL trained."""
+    run = Study(replace(StudyConfig(device="cpu"), eval_temperature=0.7), tmp_path).run_config(tmp_path / "corpus")
+    assert (run.coder.temperature, run.proposer.temperature, run.loop.temperature) == (0.7, 0.7, 0.7)
+    assert run.coder.to_grpo_config([1.0, 0.1]).temperature == 0.7
+
+
 def test_the_coder_pass_rate_on_the_same_tasks_compares_each_tasks_first_and_last_step(tmp_path):
     """Step pass rates move with the tasks a step drew; the report pairs each task with itself: its first and last
     Coder step within a round, over tasks drawn twice or more (a task drawn once, and other phases, are left out)."""

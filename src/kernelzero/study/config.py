@@ -105,7 +105,8 @@ class StudyConfig:
     eval_samples: int = 4
     """Samples per test task: pass@1 is the unbiased estimate from these."""
     eval_temperature: float = 1.0
-    """Sampling temperature of the evaluation (the temperature RL samples at)."""
+    """Sampling temperature of the evaluations, and of everything the loop samples (both roles' GRPO rollouts, the
+    Proposer's task batch, the frozen Coder's l(m) samples): the study measures the policy it trains."""
     eval_batch: int = 64
     max_new_tokens: int = 512
     """Token cap of every Coder and Proposer completion (a writer solution is about 300 tokens)."""

@@ -316,7 +316,7 @@ class Study:
         mu = cfg.rl_iterations  # the trainers count optimizer steps: mu per judged batch
         common = {"use_cpu": on_cpu, "bf16": False, "log_completions": False, "seed": self.seed,
                   "num_generations": cfg.rl_generations, "max_completion_length": cfg.max_new_tokens,
-                  "learning_rate": cfg.rl_lr,
+                  "learning_rate": cfg.rl_lr, "temperature": cfg.eval_temperature,  # the study samples at one
                   "grpo_overrides": {"warmup_steps": cfg.rl_warmup_steps * mu, "num_iterations": mu}}  # fmt: skip
         coder = CoderPhaseConfig(model=str(self.seed_dir / "sft" / "coder" / "final"), max_steps=cfg.coder_steps * mu,
                                  per_device_train_batch_size=cfg.coder_batch,
@@ -330,6 +330,7 @@ class Study:
                           tasks_per_round=cfg.api_sets_per_round, coder_k=cfg.coder_k,
                           hard_per_round=cfg.api_sets_per_round // 4, coder_tasks_max=4 * cfg.api_sets_per_round,
                           seed_tasks=str(self.out / LOOP_TASKS), max_new_tokens=cfg.max_new_tokens,
+                          temperature=cfg.eval_temperature,
                           train_proposer=arm.train_proposer,
                           # training-pair tasks SFT never saw fill each Coder phase: a from-scratch Proposer writes
                           # few valid tasks (a CPU rehearsal: 0 of 8 in two rounds), and without them round 1's Coder
