@@ -14,8 +14,10 @@
 # rl_proxy (bench/study_rl_proxy.py on the GPU, one process per seed of KZ_PROXY_SEEDS at once, each in
 # KZ_PROXY_DIR/sSEED, which a rerun on the same machine resumes; KZ_PROXY_ARGS: e.g. "--hidden 512 --layers 8
 # --sft-max-steps 2000 --sft-lr 1e-3 --sft-scheduler cosine --sft-keep last --sft-patience 200 --lr 3e-5 --mu 2
-# --steps 24 --batch 128"; an RL phase cut by the limit resumes from its last checkpoint; KZ_PROXY_LIMIT s; the
-# records come back as $OUT/rl_proxy_sSEED.json)
+# --steps 24 --batch 128"; KZ_PROXY_ARGS2, if set: a second invocation in the same folder once the first is done,
+# with KZ_PROXY_ARGS followed by these (a later option wins), e.g. "--temperature 0.7 --eval-temperature 0.7"; an RL
+# phase cut by the limit resumes from its last checkpoint; KZ_PROXY_LIMIT s; the records come back as
+# $OUT/rl_proxy_sSEED.json)
 # study_many (KZ_STUDY_RUNS="main:0 main:1 main:2 correctness_only:0 ...", a queue (KZ_STUDY_PARALLEL: at once), each in
 # KZ_STUDY_DIR/ARM-sSEED; bench/study_parallel.py; $OUT/study.tgz (the merged folder), $OUT/weights.tgz.00, .01, ...
 # (the weights the runs still need, then, within KZ_STUDY_WEIGHTS_MB (default 48), the last checkpoint of each loop
@@ -99,8 +101,10 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
               -- ${KZ_STUDY_ARGS:-} ;;
     rl_proxy) D="${KZ_PROXY_DIR:-/tmp/kz-proxy}"  # kept on the machine between calls: a rerun resumes each seed
            step rl_proxy timeout -k 30 ${KZ_PROXY_LIMIT:-540} bash -c 'for s in '"${KZ_PROXY_SEEDS:-0 1 2}"'; do
+              { python3 bench/study_rl_proxy.py --device cuda --corpus bench/results/study_h100_d1bb4a6.tgz \
+              --seed $s --out '"$D"'/s$s '"${KZ_PROXY_ARGS:-}"' && if [ -n "'"${KZ_PROXY_ARGS2:-}"'" ]; then
               python3 bench/study_rl_proxy.py --device cuda --corpus bench/results/study_h100_d1bb4a6.tgz \
-              --seed $s --out '"$D"'/s$s '"${KZ_PROXY_ARGS:-}"' > '"$OUT"'/rl_proxy_s$s.log 2>&1 & done; wait'
+              --seed $s --out '"$D"'/s$s '"${KZ_PROXY_ARGS:-} ${KZ_PROXY_ARGS2:-}"'; fi; } > '"$OUT"'/rl_proxy_s$s.log 2>&1 & done; wait'
            for f in "$D"/s*/proxy.json; do [ -f "$f" ] && cp "$f" "$OUT/rl_proxy_$(basename "$(dirname "$f")").json"; done
            grep -h "^after SFT\|^lr=\|Error" "$OUT"/rl_proxy_s*.log | cut -c1-400 ;;
     eval) step eval timeout ${KZ_EVAL_TIMEOUT:-600} python3 -m kernelzero.cli eval --tasks .kb/KernelBench \

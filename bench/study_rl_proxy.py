@@ -203,14 +203,11 @@ def main(argv: list[str] | None = None) -> int:
                     "nearly deterministic SFT policy's groups differ more, so more of them carry a reward spread; "
                     "below 1, fewer rollouts carry a slip from the tail of the vocabulary")  # fmt: skip
     ap.add_argument("--eval-temperature", type=float, default=1.0,
-                    help="the evaluations' (and the screen's) sampling temperature; an --out folder keeps the one "
-                    "its first evaluation used")  # fmt: skip
+                    help="the evaluations' (and the screen's) sampling temperature; a figure measured at another "
+                    "than 1 is kept under its own name (after_sft@0.7, a run key's eval_t=0.7), so one folder holds "
+                    "both")  # fmt: skip
     args = ap.parse_args(argv)
     out = Path(args.out)
-    first = json.loads((out / "proxy.json").read_text())["args"] if (out / "proxy.json").is_file() else vars(args)
-    if first.get("eval_temperature", 1.0) != args.eval_temperature:
-        ap.error(f"{out} was evaluated at --eval-temperature {first.get('eval_temperature', 1.0):g}: its figures "
-                 f"would not compare with {args.eval_temperature:g}; give another --out")  # fmt: skip
     corpus = copy_corpus(args.corpus, out, args.train_tasks, args.corpus_triples)
     cfg = replace(proxy_config(args.sft_max_steps, args.hidden, args.layers, args.train_tasks),
                   sft_patience=args.sft_patience, sft_scheduler=args.sft_scheduler, sft_keep=args.sft_keep)
@@ -225,18 +222,19 @@ def main(argv: list[str] | None = None) -> int:
     record, save = open_record(out, vars(args))
     sft_final = cold_start("coder", corpus, out, cfg, args.seed, record, save)
     held_out = loop[-64:]  # never drawn by the RL phases below (they take the first tasks of `loop`)
-    if "after_sft" not in record:
-        record["after_sft"] = scores(sft_final, test, held_out, judge, args.seed)
+    at = "" if args.eval_temperature == 1.0 else f"@{args.eval_temperature:g}"  # the evaluations' temperature, if not 1
+    if f"after_sft{at}" not in record:
+        record[f"after_sft{at}"] = scores(sft_final, test, held_out, judge, args.seed)
         save()
     for rs in args.rl_seeds or []:  # the same SFT weights sampled with each RL seed: the spread sampling alone gives
-        by_seed = record.setdefault("after_sft_by_seed", {})
+        by_seed = record.setdefault(f"after_sft_by_seed{at}", {})
         if str(rs) not in by_seed:
             sizes = {}
             by_seed[str(rs)] = {"test": pass_at_1(sft_final, test, judge, 4, rs, sizes), "test_by_apis": sizes}
             save()
-    print("after SFT:", record["after_sft"], record.get("after_sft_by_seed", ""), flush=True)
+    print(f"after SFT{at}:", record[f"after_sft{at}"], record.get(f"after_sft_by_seed{at}", ""), flush=True)
     if args.headroom:  # the SFT's weights and every RL phase's this folder holds
-        heads = record.setdefault("headroom", {})
+        heads = record.setdefault(f"headroom{at}", {})
         for name, path in {"sft": sft_final, **{k: out / f"rl-{k}" / "final" for k in record["runs"]}}.items():
             if name not in heads and path.is_dir():
                 heads[name] = headroom(path, test, judge, args.headroom, 2000 + args.seed)
@@ -251,19 +249,20 @@ def main(argv: list[str] | None = None) -> int:
 
     fresh = loop[: len(loop) - 64]
     if args.rl_tasks == "learnable":  # screened once per folder: the SFT's weights do not change
-        if "screen" not in record:
-            kept, record["screen"] = learnable(sft_final, fresh, judge, args.screen_samples, 1000 + args.seed)
-            record["screen"]["names"] = [t.name for t in kept]
+        if f"screen{at}" not in record:
+            kept, screen = learnable(sft_final, fresh, judge, args.screen_samples, 1000 + args.seed)
+            record[f"screen{at}"] = {**screen, "names": [t.name for t in kept]}
             save()
-        print("screen:", {k: v for k, v in record["screen"].items() if k != "names"}, flush=True)
-        names = set(record["screen"]["names"])
+        screen = record[f"screen{at}"]
+        print("screen:", {k: v for k, v in screen.items() if k != "names"}, flush=True)
+        names = set(screen["names"])
         pool = [t for t in fresh if t.name in names]
     else:
         pool = rl_task_pool(args.rl_tasks, train[: cfg.train_tasks], fresh)
     pool = [t for t in pool if args.rl_apis in (None, len(t.apis))][: args.rl_pool]
     rl_tasks = [t.task() for t in pool]
-    if args.rl_pool and "rl_pool_before" not in record:
-        record["rl_pool_before"] = pass_at_1(sft_final, pool, judge, 8, args.seed)
+    if args.rl_pool and f"rl_pool_before{at}" not in record:
+        record[f"rl_pool_before{at}"] = pass_at_1(sft_final, pool, judge, 8, args.seed)
         save()
     print(f"RL tasks ({args.rl_tasks}): {len(rl_tasks)}", flush=True)
     for lr, rl_seed in [(lr, rs) for lr in args.lr for rs in (args.rl_seeds or [args.seed])]:
@@ -273,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         key += f",pool={args.rl_pool}" if args.rl_pool else ""
         key += f",kl={args.kl_beta:g}" if args.kl_beta else ""
         key += f",t={args.temperature:g}" if args.temperature != 1.0 else ""
+        key += f",eval_t={args.eval_temperature:g}" if at else ""
         key += f",batch={args.batch}" if args.batch != 32 else ""
         key += f",G={args.generations}" if args.generations != 8 else ""
         key += f",seed={rl_seed}" if args.rl_seeds else ""
