@@ -100,11 +100,10 @@ for s in ${KZ_STEPS:-gpu_tests timing}; do
               ${KZ_STUDY_FROM:+--from-pack "$KZ_STUDY_FROM"} ${KZ_STUDY_WEIGHTS_MB:+--weights-mb $KZ_STUDY_WEIGHTS_MB} \
               -- ${KZ_STUDY_ARGS:-} ;;
     rl_proxy) D="${KZ_PROXY_DIR:-/tmp/kz-proxy}"  # kept on the machine between calls: a rerun resumes each seed
-           step rl_proxy timeout -k 30 ${KZ_PROXY_LIMIT:-540} bash -c 'for s in '"${KZ_PROXY_SEEDS:-0 1 2}"'; do
-              { python3 bench/study_rl_proxy.py --device cuda --corpus bench/results/study_h100_d1bb4a6.tgz \
-              --seed $s --out '"$D"'/s$s '"${KZ_PROXY_ARGS:-}"' && if [ -n "'"${KZ_PROXY_ARGS2:-}"'" ]; then
-              python3 bench/study_rl_proxy.py --device cuda --corpus bench/results/study_h100_d1bb4a6.tgz \
-              --seed $s --out '"$D"'/s$s '"${KZ_PROXY_ARGS:-} ${KZ_PROXY_ARGS2:-}"'; fi; } > '"$OUT"'/rl_proxy_s$s.log 2>&1 & done; wait'
+           step rl_proxy timeout -k 30 ${KZ_PROXY_LIMIT:-540} bash -c 'proxy() { python3 bench/study_rl_proxy.py \
+              --device cuda --corpus bench/results/study_h100_d1bb4a6.tgz --seed $s --out '"$D"'/s$s "$@"; }
+              for s in '"${KZ_PROXY_SEEDS:-0 1 2}"'; do { proxy '"${KZ_PROXY_ARGS:-}"' && if [ -n "'"${KZ_PROXY_ARGS2:-}"'" ]
+              then proxy '"${KZ_PROXY_ARGS:-} ${KZ_PROXY_ARGS2:-}"'; fi; } > '"$OUT"'/rl_proxy_s$s.log 2>&1 & done; wait'
            for f in "$D"/s*/proxy.json; do [ -f "$f" ] && cp "$f" "$OUT/rl_proxy_$(basename "$(dirname "$f")").json"; done
            grep -h "^after SFT\|^lr=\|Error" "$OUT"/rl_proxy_s*.log | cut -c1-400 ;;
     eval) step eval timeout ${KZ_EVAL_TIMEOUT:-600} python3 -m kernelzero.cli eval --tasks .kb/KernelBench \
